@@ -1,0 +1,29 @@
+# The course in two commands: `make lectures` and `make test`. Each bootstraps .venv/ when missing.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+KERNEL := tf-perf-course
+
+.PHONY: lectures test lab kernel clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+kernel: $(STAMP)
+	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "TF performance course" >/dev/null
+
+lectures: $(STAMP) kernel
+	$(BIN)/course lectures
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lab: $(STAMP) kernel
+	$(BIN)/jupyter lab notebooks
+
+clean:
+	rm -rf build

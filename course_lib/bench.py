@@ -1,0 +1,302 @@
+"""Timing that can be trusted.
+
+Every number the course shows comes from here. The rules (DESIGN.md, "Measuring"):
+the first call is timed on its own (it pays for tracing or compilation), results are
+forced to host memory inside the timed region, each variant is repeated and reported
+as a median with its spread, and variants are compared as ratios measured in the same
+run, next to a description of the machine.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+__all__ = [
+    "BenchError",
+    "Timing",
+    "Comparison",
+    "force",
+    "measure",
+    "compare",
+    "machine",
+    "machine_summary",
+    "table",
+]
+
+
+class BenchError(RuntimeError):
+    """A variant could not be measured; the message names it and the cause."""
+
+
+def force(value: Any) -> Any:
+    """Bring a result to host memory so its computation is finished.
+
+    TensorFlow may run work asynchronously (on a GPU, or in parallel threads);
+    ``.numpy()`` waits for it. Nested lists, tuples and dicts are forced leaf by leaf.
+    """
+    if hasattr(value, "numpy") and callable(value.numpy):
+        return value.numpy()
+    if isinstance(value, dict):
+        return {k: force(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [force(v) for v in value]
+    return value
+
+
+@dataclass
+class Timing:
+    """One variant's measurement, in seconds per call."""
+
+    name: str
+    first_call_s: float
+    times_s: list[float]
+    number: int
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def spread_s(self) -> tuple[float, float]:
+        """Lower and upper quartile of the per-call times (min and max when few repeats)."""
+        ts = sorted(self.times_s)
+        if len(ts) < 4:
+            return ts[0], ts[-1]
+        q = statistics.quantiles(ts, n=4)
+        return q[0], q[2]
+
+    @property
+    def relative_spread(self) -> float:
+        lo, hi = self.spread_s
+        return (hi - lo) / self.median_s if self.median_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(median_s=self.median_s, spread_s=list(self.spread_s))
+        return d
+
+
+def _check_repeats(repeats: int, warmup: int) -> None:
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}: "
+                         "a median needs at least one timed repeat")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a whole number >= 0, got {warmup!r}")
+
+
+def _call(fn: Callable[[], Any], name: str) -> float:
+    start = time.perf_counter()
+    try:
+        force(fn())
+    except Exception as exc:  # re-raised with the variant's name
+        raise BenchError(f"variant {name!r} raised {type(exc).__name__}: {exc}") from exc
+    return time.perf_counter() - start
+
+
+def measure(fn: Callable[[], Any], *, name: str = "fn", repeats: int = 7, warmup: int = 1,
+            number: int | None = None, min_repeat_s: float = 0.02) -> Timing:
+    """Time ``fn()`` the trustworthy way.
+
+    The first call is timed alone and reported as ``first_call_s`` (tracing, compiling,
+    allocating). ``warmup`` further untimed calls follow. Then ``repeats`` timed repeats of
+    ``number`` calls each; when ``number`` is None it is chosen so one repeat lasts at least
+    ``min_repeat_s``, which keeps timer resolution out of very short calls.
+    """
+    if not callable(fn):
+        raise TypeError(f"variant {name!r} is not callable (got {type(fn).__name__}); "
+                        "pass a zero-argument function, e.g. lambda: f(x)")
+    _check_repeats(repeats, warmup)
+    if number is not None and (not isinstance(number, int) or number < 1):
+        raise ValueError(f"number must be a whole number >= 1 or None, got {number!r}")
+    first = _call(fn, name)
+    for _ in range(warmup):
+        _call(fn, name)
+    if number is None:
+        one = max(_call(fn, name), 1e-7)
+        number = max(1, min(10_000, math.ceil(min_repeat_s / one)))
+    times = []
+    for _ in range(repeats):
+        total = sum(_call(fn, name) for _ in range(number))
+        times.append(total / number)
+    return Timing(name=name, first_call_s=first, times_s=times, number=number)
+
+
+@dataclass
+class Comparison:
+    """Several variants measured in one run, with ratios against a baseline.
+
+    ``speedup`` of a variant is baseline median / variant median: above 1 is faster.
+    Renders as a table in a notebook (``_repr_html_``) and exports with ``to_dict``/``to_json``.
+    """
+
+    timings: list[Timing]
+    baseline: str
+    machine: dict = field(default_factory=dict)
+    title: str = ""
+    params: dict = field(default_factory=dict)
+
+    COLUMNS = ("variant", "first call (ms)", "median (ms)", "spread (ms)", "speedup")
+
+    def __getitem__(self, name: str) -> Timing:
+        for t in self.timings:
+            if t.name == name:
+                return t
+        raise KeyError(f"no variant {name!r}; measured: {', '.join(self.names)}")
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.timings]
+
+    def speedup(self, name: str, over: str | None = None) -> float:
+        """How many times faster ``name`` ran than ``over`` (the baseline by default)."""
+        return self[over or self.baseline].median_s / self[name].median_s
+
+    def rows(self) -> list[tuple]:
+        out = []
+        for t in self.timings:
+            lo, hi = t.spread_s
+            out.append((t.name, t.first_call_s * 1e3, t.median_s * 1e3,
+                        f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", self.speedup(t.name)))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "baseline": self.baseline, "params": self.params,
+                "machine": self.machine, "columns": list(self.COLUMNS),
+                "variants": [dict(t.to_dict(), speedup=self.speedup(t.name)) for t in self.timings]}
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, default=str)
+        if path is not None:
+            with open(path, "w") as fh:
+                fh.write(text + "\n")
+        return text
+
+    def __repr__(self) -> str:
+        header = f"{self.title}\n" if self.title else ""
+        widths = (22, 16, 12, 18, 8)
+        lines = ["".join(c.ljust(w) for c, w in zip(self.COLUMNS, widths))]
+        for name, first, med, spread, sp in self.rows():
+            cells = (name, f"{first:.3g}", f"{med:.3g}", spread, f"{sp:.2f}x")
+            lines.append("".join(c.ljust(w) for c, w in zip(cells, widths)))
+        return header + "\n".join(lines) + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})"
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.COLUMNS)
+        body = []
+        for name, first, med, spread, sp in self.rows():
+            body.append(f"<tr><td>{html.escape(name)}</td><td>{first:.3g}</td><td>{med:.3g}</td>"
+                        f"<td>{spread}</td><td><b>{sp:.2f}x</b></td></tr>")
+        caption = html.escape(self.title) if self.title else ""
+        return (f"<table><caption>{caption}</caption><tr>{head}</tr>{''.join(body)}</table>"
+                f"<p><small>baseline: {html.escape(self.baseline)}; "
+                f"{html.escape(machine_summary(self.machine))}</small></p>")
+
+    def plot(self, ax=None):
+        """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
+        from course_lib.plotting import speedup_bars
+        return speedup_bars(self, ax=ax)
+
+
+def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None = None,
+            repeats: int = 7, warmup: int = 1, number: int | None = None,
+            title: str = "", params: Mapping | None = None,
+            on_result: Callable[[Timing, int, int], None] | None = None) -> Comparison:
+    """Measure each variant in turn in this run and compare them against ``baseline``.
+
+    ``baseline`` defaults to the first variant. ``on_result(timing, done, total)`` is
+    called after each variant, which is how the live widget updates as it goes.
+    """
+    if not variants:
+        raise ValueError("compare needs at least one variant, e.g. {'numpy': lambda: f(x)}")
+    names = list(variants)
+    baseline = names[0] if baseline is None else baseline
+    if baseline not in variants:
+        raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(names)}")
+    _check_repeats(repeats, warmup)
+    timings = []
+    for i, name in enumerate(names):
+        timings.append(measure(variants[name], name=name, repeats=repeats, warmup=warmup,
+                               number=number))
+        if on_result is not None:
+            on_result(timings[-1], i + 1, len(names))
+    return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
+                      params=dict(params or {}))
+
+
+_CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+_MACHINE: dict | None = None
+
+
+def _cpu_model_and_flags() -> tuple[str, list[str]]:
+    model, flags = platform.processor() or platform.machine(), []
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model in ("", platform.machine(), platform.processor()):
+                    model = value.strip()
+                elif key in ("flags", "Features") and not flags:
+                    present = set(value.split())
+                    flags = [f for f in _CPU_FLAGS if f in present]
+    except OSError:
+        pass
+    return model, flags
+
+
+def machine() -> dict:
+    """What the numbers were measured on: CPU model and features, cores, versions, devices."""
+    global _MACHINE
+    if _MACHINE is None:
+        import tensorflow as tf
+
+        model, flags = _cpu_model_and_flags()
+        _MACHINE = {
+            "cpu": model,
+            "cpu_flags": flags,
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "tensorflow": tf.__version__,
+            "numpy": np.__version__,
+            "devices": [d.name for d in tf.config.list_logical_devices()],
+            "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+        }
+    return dict(_MACHINE)
+
+
+def machine_summary(info: Mapping | None = None) -> str:
+    """One line naming the machine, for captions and tables."""
+    info = info or machine()
+    if not info:
+        return "machine unknown"
+    gpus = info.get("gpus") or []
+    accel = f"{len(gpus)} GPU(s)" if gpus else "no GPU"
+    flags = "/".join(f.upper() for f in info.get("cpu_flags", []) if f in ("avx2", "fma", "avx512f"))
+    return (f"{info.get('cpu', '?')} ({info.get('cores', '?')} cores{', ' + flags if flags else ''}), "
+            f"{accel}, TF {info.get('tensorflow', '?')}")
+
+
+def table(rows: Iterable[Mapping[str, Any]]) -> str:
+    """An HTML table from a list of dicts with the same keys (for results that are not timings)."""
+    rows = list(rows)
+    if not rows:
+        return "<table></table>"
+    cols = list(rows[0])
+
+    def fmt(v):
+        return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{fmt(r.get(c, ''))}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
