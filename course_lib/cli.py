@@ -1,0 +1,128 @@
+"""The ``course`` command: lectures, bench, exercises, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+# `course bench NAME [args]` -> "module:function"; the function takes the remaining
+# arguments and returns an exit code. Each benchmark lives beside the code it measures.
+BENCHMARKS = {
+    "ops": "course_lib.evo.benchmarks:bench_ops",
+    "ga": "course_lib.evo.benchmarks:bench_ga",
+}
+
+
+def _lectures(args) -> int:
+    from course_lib import exercises, lectures
+
+    params = dict(args.param or [])
+    folders = [lectures.NOTEBOOKS] + ([lectures.SOLUTIONS] if args.solutions or args.in_place else [])
+    try:
+        outcomes = lectures.run(args.only, params, in_place=args.in_place, folders=folders)
+    except ValueError as exc:
+        print(f"course lectures: {exc}", file=sys.stderr)
+        return 2
+    failed = [o for o in outcomes if not o.ok]
+    if args.in_place:
+        exercises.build()
+        print(f"rebuilt exercises/ from solutions/")
+    else:
+        index = lectures.write_index([o for o in outcomes if o.lecture.path.parent == lectures.NOTEBOOKS])
+        print(f"index: {index}")
+    if failed:
+        print(f"{len(failed)} of {len(outcomes)} notebook(s) failed:", file=sys.stderr)
+        for o in failed:
+            print(f"  {o.lecture.path.parent.name}/{o.lecture.path.name}: {o.error}", file=sys.stderr)
+        return 1
+    print(f"all {len(outcomes)} notebook(s) ran")
+    return 0
+
+
+def _bench(args, rest: list[str]) -> int:
+    if args.name not in BENCHMARKS:
+        print(f"course bench: unknown benchmark {args.name!r}; choose one of: {', '.join(BENCHMARKS)}",
+              file=sys.stderr)
+        return 2
+    module, func = BENCHMARKS[args.name].split(":")
+    return int(getattr(importlib.import_module(module), func)(rest) or 0)
+
+
+def _exercises(args) -> int:
+    from course_lib import exercises
+
+    if args.action == "build":
+        for path in exercises.build():
+            print(f"wrote {path.relative_to(exercises.ROOT)}")
+        return 0
+    problems = exercises.check()
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print("exercises/ is out of date: run `course exercises build`", file=sys.stderr)
+        return 1
+    print("exercises/ is in sync with solutions/")
+    return 0
+
+
+def kernel_registered(name: str = "tf-perf-course") -> str | None:
+    """The folder of the course's Jupyter kernel, or None when it is not registered."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return KernelSpecManager().find_kernel_specs().get(name)
+
+
+def _doctor(args) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    from course_lib import bench
+
+    info = bench.machine()
+    kernel = kernel_registered()
+    report = dict(info, kernel=kernel or "not registered (run `make kernel`)", executable=sys.executable)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:>12}: {', '.join(value) if isinstance(value, list) else value}")
+        print(f"\n{bench.machine_summary(info)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course", description="The TensorFlow performance course.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    lec = sub.add_parser("lectures", help="execute the lectures with papermill into build/lectures/")
+    lec.add_argument("--only", nargs="+", metavar="NN", help="only these lecture numbers")
+    lec.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                     help="override a parameter of the notebooks' parameters cell")
+    lec.add_argument("--solutions", action="store_true", help="execute solutions/ too")
+    lec.add_argument("--in-place", action="store_true",
+                     help="execute notebooks/ and solutions/ in place (to commit them) and rebuild exercises/")
+
+    b = sub.add_parser("bench", help="run a benchmark and write its JSON")
+    b.add_argument("name", help=f"one of: {', '.join(BENCHMARKS)}")
+
+    ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ or check they are in sync")
+    ex.add_argument("action", choices=["build", "check"])
+
+    doc = sub.add_parser("doctor", help="versions, CPU features, devices, kernel registration")
+    doc.add_argument("--json", action="store_true")
+
+    args, rest = parser.parse_known_args(argv)
+    if args.command != "bench" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "lectures":
+        return _lectures(args)
+    if args.command == "bench":
+        return _bench(args, rest)
+    if args.command == "exercises":
+        return _exercises(args)
+    return _doctor(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The lecture list and the papermill runner behind ``make lectures``.
+
+``run`` executes numbered notebooks with papermill, shows progress, and on failure
+names the notebook and the cell that failed; ``write_index`` gathers each lecture's
+key results (cells tagged ``key-result``) into one HTML page with the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SOLUTIONS = ROOT / "solutions"
+BUILD = ROOT / "build" / "lectures"
+KERNEL = "python3"  # the interpreter running the runner; `make` installs course_lib into it
+
+
+@dataclass
+class Lecture:
+    number: str
+    stem: str
+    path: Path
+
+    @property
+    def title(self) -> str:
+        nb = nbformat.read(self.path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                for line in cell.source.splitlines():
+                    if line.startswith("# "):
+                        return line[2:].strip()
+        return self.stem.replace("_", " ")
+
+
+@dataclass
+class Outcome:
+    lecture: Lecture
+    output: Path
+    seconds: float
+    error: str | None = None
+    params: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def lectures(folder: Path = NOTEBOOKS, only: Sequence[str] | None = None) -> list[Lecture]:
+    """The numbered notebooks in ``folder``, optionally only those numbered in ``only``."""
+    found = [Lecture(p.name[:2], p.stem, p) for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+    if only:
+        wanted = {str(n).zfill(2) for n in only}
+        unknown = wanted - {lec.number for lec in found}
+        if unknown:
+            have = ", ".join(lec.number for lec in found) or "none"
+            raise ValueError(f"no lecture numbered {', '.join(sorted(unknown))} in {folder}; have: {have}")
+        found = [lec for lec in found if lec.number in wanted]
+    return found
+
+
+def parameters_of(path: Path) -> dict[str, Any]:
+    """The names and default values in a notebook's ``parameters`` cell."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            values: dict[str, Any] = {}
+            exec(compile(cell.source, f"{path.name}:parameters", "exec"), {}, values)
+            return values
+    return {}
+
+
+def coerce_params(path: Path, raw: Mapping[str, str]) -> dict[str, Any]:
+    """Turn ``-p NAME VALUE`` strings into the type of the notebook's default for NAME.
+
+    A name the notebook does not declare is an error: papermill would inject it and
+    silently change nothing.
+    """
+    defaults = parameters_of(path)
+    out = {}
+    for name, value in raw.items():
+        if name not in defaults:
+            known = ", ".join(defaults) or "none"
+            raise ValueError(f"{path.name} has no parameter {name!r}; its parameters are: {known}")
+        kind = type(defaults[name])
+        if kind is bool:
+            out[name] = str(value).lower() in ("1", "true", "yes")
+        elif kind in (int, float, str):
+            try:
+                out[name] = kind(value)
+            except ValueError:
+                raise ValueError(f"parameter {name!r} of {path.name} takes a {kind.__name__}, "
+                                 f"got {value!r}") from None
+        else:
+            out[name] = value
+    return out
+
+
+def _describe_failure(exc: Exception, output: Path) -> str:
+    cell = getattr(exc, "exec_count", None)
+    index = getattr(exc, "cell_index", None)
+    where = f"cell {index}" if index is not None else "a cell"
+    if cell is not None:
+        where += f" (In [{cell}])"
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    return f"{where}: {ename}: {evalue}  (executed notebook with the traceback: {output})"
+
+
+def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
+        output_dir: Path = BUILD, in_place: bool = False, progress: bool = True,
+        folders: Sequence[Path] = (NOTEBOOKS,)) -> list[Outcome]:
+    """Execute lectures with papermill; never raises for a failing notebook, reports it."""
+    import papermill as pm
+    from tqdm.auto import tqdm
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # the kernels inherit it: no INFO lines in outputs
+
+    todo = [lec for folder in folders for lec in lectures(folder, only)]
+    outcomes = []
+    bar = tqdm(todo, desc="lectures", unit="nb", disable=not progress)
+    for lec in bar:
+        bar.set_postfix_str(lec.stem)
+        if in_place:
+            output = lec.path
+        elif lec.path.parent == NOTEBOOKS:
+            output = output_dir / lec.path.name
+        else:
+            output = output_dir / lec.path.parent.name / lec.path.name
+        output.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        try:
+            p = coerce_params(lec.path, params or {})
+            pm.execute_notebook(str(lec.path), str(output), parameters=p, kernel_name=KERNEL,
+                                cwd=str(lec.path.parent), progress_bar=False, log_output=False)
+            error = None
+        except Exception as exc:  # papermill wraps the cell's error; we name notebook and cell
+            p = dict(params or {})
+            error = _describe_failure(exc, output)
+        outcomes.append(Outcome(lec, output, time.perf_counter() - start, error, p))
+        status = "ok" if error is None else "FAILED"
+        bar.write(f"{lec.path.parent.name}/{lec.path.name}: {status} in {outcomes[-1].seconds:.0f} s"
+                  + (f"\n    {error}" if error else ""))
+    return outcomes
+
+
+def _key_results(path: Path) -> list[str]:
+    """HTML fragments of the outputs of cells tagged ``key-result``."""
+    nb = nbformat.read(path, as_version=4)
+    parts = []
+    for cell in nb.cells:
+        if "key-result" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "image/png" in data:
+                parts.append(f'<img src="data:image/png;base64,{data["image/png"].strip()}">')
+            elif "text/html" in data:
+                parts.append(data["text/html"])
+            elif "text/plain" in data:
+                parts.append(f"<pre>{html.escape(data['text/plain'])}</pre>")
+            elif out.get("output_type") == "stream":
+                parts.append(f"<pre>{html.escape(out.get('text', ''))}</pre>")
+    return parts
+
+
+def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
+    """One page: each lecture's key results and figure, the machine, links to the notebooks."""
+    from course_lib.bench import machine, machine_summary
+
+    info = machine()
+    sections = []
+    for o in outcomes:
+        rel = o.output.relative_to(output_dir) if o.output.is_relative_to(output_dir) else o.output
+        status = "" if o.ok else f'<p style="color:#b00"><b>failed</b>: {html.escape(o.error)}</p>'
+        body = "\n".join(_key_results(o.output)) if o.output.exists() and o.ok else ""
+        sections.append(f'<section><h2>{html.escape(o.lecture.number)} · {html.escape(o.lecture.title)}</h2>'
+                        f'<p><a href="{html.escape(str(rel))}">executed notebook</a> · ran in {o.seconds:.0f} s'
+                        f'{" with " + html.escape(str(o.params)) if o.params else ""}</p>{status}{body}</section>')
+    flags = ", ".join(info.get("cpu_flags", []))
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>TensorFlow performance course: results</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:2px 6px}} img{{max-width:100%}} section{{margin-bottom:2em}}</style></head>
+<body><h1>TensorFlow performance course: measured on this machine</h1>
+<p><b>Machine:</b> {html.escape(machine_summary(info))}; CPU features: {html.escape(flags)};
+devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strftime("%Y-%m-%d %H:%M")}</p>
+{"".join(sections)}
+</body></html>
+"""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    index = output_dir / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index

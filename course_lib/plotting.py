@@ -1,0 +1,109 @@
+"""Matplotlib figures shared by the lectures.
+
+Figures are built with the object-oriented API (``fig, ax = plt.subplots()``) so a
+lecture can place them in its own axes, and they never call ``plt.show``: the
+notebook shows whatever the cell returns.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib
+
+import matplotlib.pyplot as plt
+
+
+def _axes(ax, figsize=(6, 3)):
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def speedup_bars(comparison, ax=None):
+    """Speedup of each variant over the baseline, with the spread as error bars."""
+    ax = _axes(ax)
+    base = comparison[comparison.baseline].median_s
+    names, values, lower, upper = [], [], [], []
+    for t in comparison.timings:
+        lo, hi = t.spread_s
+        speed = base / t.median_s
+        names.append(t.name)
+        values.append(speed)
+        lower.append(max(speed - base / hi, 0.0))
+        upper.append(max(base / lo - speed, 0.0))
+    colors = ["#999999" if n == comparison.baseline else "#1f77b4" for n in names]
+    ax.barh(names, values, xerr=[lower, upper], color=colors, capsize=3)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"speedup over {comparison.baseline} (median, quartiles)")
+    if comparison.title:
+        ax.set_title(comparison.title)
+    for y, v in enumerate(values):
+        ax.annotate(f"{v:.2f}x", (v, y), xytext=(4, 0), textcoords="offset points", va="center")
+    return ax
+
+
+def timeline(events: Sequence[Mapping], ax=None, *, lane_key: str = "lane", label_key: str = "label"):
+    """Horizontal spans on lanes: each event has ``start`` and ``end`` (seconds), a lane and a label.
+
+    Used for tf.data pipelines (which thread produced which element, when) and for
+    profiles of training steps.
+    """
+    ax = _axes(ax, figsize=(8, 3))
+    lanes: list = []
+    labels: list = []
+    cmap = plt.get_cmap("tab10")
+    for ev in events:
+        lane = ev[lane_key]
+        if lane not in lanes:
+            lanes.append(lane)
+        label = ev.get(label_key, "")
+        if label not in labels:
+            labels.append(label)
+        ax.broken_barh([(ev["start"], ev["end"] - ev["start"])], (lanes.index(lane) - 0.4, 0.8),
+                       facecolors=cmap(labels.index(label) % 10), edgecolor="white", linewidth=0.5)
+    ax.set_yticks(range(len(lanes)), [str(lane) for lane in lanes])
+    ax.invert_yaxis()
+    ax.set_xlabel("time (s)")
+    handles = [matplotlib.patches.Patch(color=cmap(i % 10), label=str(lab)) for i, lab in enumerate(labels)]
+    if 1 < len(handles) <= 10:
+        ax.legend(handles=handles, loc="upper right", fontsize="small")
+    return ax
+
+
+def fitness_history(history: Mapping[str, Sequence[float]], ax=None, *, title: str = ""):
+    """Best and mean fitness per generation, with the standard deviation as a band."""
+    ax = _axes(ax)
+    best = list(history["best"])
+    gens = range(len(best))
+    ax.plot(gens, best, label="best")
+    if "mean" in history:
+        mean = list(history["mean"])
+        ax.plot(gens, mean, label="mean")
+        if "std" in history:
+            std = list(history["std"])
+            ax.fill_between(gens, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                            alpha=0.2, color=ax.lines[-1].get_color())
+    ax.set_xlabel("generation")
+    ax.set_ylabel("fitness")
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def throughput_bars(names: Sequence[str], values: Sequence[float], *, unit: str, ax=None, title: str = "",
+                    log: bool = False):
+    """Plain bars of a rate (images/s, gene-generations/s) for step-by-step case studies."""
+    ax = _axes(ax)
+    ax.barh(list(names), list(values), color="#1f77b4")
+    ax.invert_yaxis()
+    ax.set_xlabel(unit)
+    if log:
+        ax.set_xscale("log")
+    if title:
+        ax.set_title(title)
+    for y, v in enumerate(values):
+        ax.annotate(f"{v:.3g}", (v, y), xytext=(4, 0), textcoords="offset points", va="center")
+    return ax

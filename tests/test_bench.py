@@ -1,0 +1,97 @@
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import bench
+
+
+def test_measure_reports_first_call_apart_and_repeats():
+    calls = []
+
+    def fn():
+        calls.append(1)
+        return np.ones(3)
+
+    t = bench.measure(fn, name="ones", repeats=4, warmup=2, number=3)
+    assert t.name == "ones"
+    assert len(t.times_s) == 4
+    assert t.number == 3
+    assert len(calls) == 1 + 2 + 4 * 3  # first call, warm-up, timed repeats
+    lo, hi = t.spread_s
+    assert lo <= t.median_s <= hi
+
+
+def test_first_call_of_tf_function_includes_tracing():
+    traces = []
+
+    @tf.function
+    def f(x):
+        traces.append(1)
+        return tf.reduce_sum(x * 2.0)
+
+    x = tf.ones([100])
+    t = bench.measure(lambda: f(x), repeats=3)
+    assert len(traces) == 1
+    assert t.first_call_s > t.median_s
+
+
+def test_force_brings_tensors_to_numpy():
+    out = bench.force({"a": tf.ones([2]), "b": [tf.zeros([1]), 3]})
+    assert isinstance(out["a"], np.ndarray)
+    assert isinstance(out["b"][0], np.ndarray) and out["b"][1] == 3
+
+
+def test_compare_ratios_against_baseline_and_columns_are_stable():
+    x = np.arange(10_000, dtype=np.float64)
+    c = bench.compare({"slow": lambda: sum(x[:2000].tolist()), "fast": lambda: x.sum()},
+                      baseline="slow", repeats=3, title="sum")
+    assert c.names == ["slow", "fast"]
+    assert c.speedup("slow") == pytest.approx(1.0)
+    assert c.speedup("fast") == pytest.approx(c["slow"].median_s / c["fast"].median_s)
+    d = json.loads(c.to_json())
+    assert d["columns"] == list(bench.Comparison.COLUMNS)
+    assert [v["name"] for v in d["variants"]] == ["slow", "fast"]
+    assert d["machine"]["tensorflow"] == tf.__version__
+    assert "<table>" in c._repr_html_() and "speedup" in repr(c)
+
+
+def test_compare_calls_on_result_after_each_variant():
+    seen = []
+    bench.compare({"a": lambda: 1, "b": lambda: 2}, repeats=1,
+                  on_result=lambda t, done, total: seen.append((t.name, done, total)))
+    assert seen == [("a", 1, 2), ("b", 2, 2)]
+
+
+def test_json_file_written(tmp_path):
+    c = bench.compare({"a": lambda: 1}, repeats=1)
+    path = tmp_path / "r.json"
+    c.to_json(path)
+    assert json.loads(path.read_text())["baseline"] == "a"
+
+
+def test_machine_names_cpu_cores_and_devices():
+    info = bench.machine()
+    assert info["cores"] >= 1
+    assert info["tensorflow"] == tf.__version__
+    assert any("CPU" in d for d in info["devices"])
+    assert "TF" in bench.machine_summary(info)
+
+
+def test_bad_input_gives_clear_errors():
+    def broken():
+        raise ZeroDivisionError("nope")
+
+    with pytest.raises(bench.BenchError, match=r"variant 'broken' raised ZeroDivisionError: nope"):
+        bench.compare({"ok": lambda: 1, "broken": broken}, repeats=1)
+    with pytest.raises(ValueError, match="repeats must be a whole number >= 1"):
+        bench.measure(lambda: 1, repeats=0)
+    with pytest.raises(ValueError, match="unknown baseline 'gpu'; variants are: a, b"):
+        bench.compare({"a": lambda: 1, "b": lambda: 2}, baseline="gpu")
+    with pytest.raises(ValueError, match="at least one variant"):
+        bench.compare({})
+    with pytest.raises(TypeError, match="'x' is not callable"):
+        bench.measure(42, name="x")
+    with pytest.raises(KeyError, match="no variant 'c'"):
+        bench.compare({"a": lambda: 1}, repeats=1)["c"]

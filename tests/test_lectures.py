@@ -1,0 +1,91 @@
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from course_lib import cli, lectures
+
+
+def write_nb(path, cells):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = cells
+    nbformat.write(nb, path)
+
+
+def tagged(src, *tags):
+    cell = nbformat.v4.new_code_cell(src)
+    cell.metadata["tags"] = list(tags)
+    return cell
+
+
+@pytest.fixture
+def course(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_nb(folder / "00_ok.ipynb", [
+        nbformat.v4.new_markdown_cell("# Zero: a fine lecture"),
+        tagged("N = 3\nNAME = 'a'\nFAST = False", "parameters"),
+        tagged("print('N is', N, NAME, FAST)", "key-result"),
+    ])
+    write_nb(folder / "01_broken.ipynb", [
+        nbformat.v4.new_markdown_cell("# One"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("1 / 0"),
+    ])
+    return folder
+
+
+def test_runner_executes_with_parameters_and_names_failures(course, tmp_path):
+    out = tmp_path / "build"
+    outcomes = lectures.run(["0", "1"], {}, output_dir=out, folders=[course], progress=False)
+    ok, broken = outcomes
+    assert ok.ok and not broken.ok
+    assert "cell 2" in broken.error and "ZeroDivisionError" in broken.error
+    executed = nbformat.read(out / "notebooks" / "00_ok.ipynb", as_version=4)
+    assert executed.cells[-1].outputs[0]["text"] == "N is 3 a False\n"
+
+    (ok,) = lectures.run(["00"], {"N": "7", "FAST": "true"}, output_dir=out, folders=[course], progress=False)
+    executed = nbformat.read(ok.output, as_version=4)
+    assert executed.cells[-1].outputs[0]["text"] == "N is 7 a True\n"
+    assert ok.params == {"N": 7, "FAST": True}
+
+    index = lectures.write_index(outcomes, out)
+    page = index.read_text()
+    assert "Zero: a fine lecture" in page and "N is 7 a True" in page
+    assert "failed" in page and "ZeroDivisionError" in page and "TF 2." in page
+
+
+def test_bad_parameters_and_numbers_are_named(course):
+    with pytest.raises(ValueError, match="00_ok.ipynb has no parameter 'M'; its parameters are: N, NAME, FAST"):
+        lectures.coerce_params(course / "00_ok.ipynb", {"M": "1"})
+    with pytest.raises(ValueError, match="parameter 'N' of 00_ok.ipynb takes a int, got 'many'"):
+        lectures.coerce_params(course / "00_ok.ipynb", {"N": "many"})
+    with pytest.raises(ValueError, match="no lecture numbered 42"):
+        lectures.lectures(course, ["42"])
+
+
+def test_every_lecture_has_parameters_cell_and_title():
+    found = lectures.lectures()
+    assert found and found[0].stem == "00_welcome_and_setup"
+    for lec in found:
+        assert lectures.parameters_of(lec.path), f"{lec.path.name} has no parameters cell"
+        assert lec.title != lec.stem.replace("_", " "), f"{lec.path.name} has no '# Title'"
+
+
+def test_cli_exit_codes(capsys):
+    assert cli.main(["bench", "nope"]) == 2
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err
+    assert cli.main(["exercises", "check"]) == 0
+    assert cli.main(["lectures", "--only", "99"]) == 2
+    assert "no lecture numbered 99" in capsys.readouterr().err
+    assert cli.main(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cores"] >= 1 and "kernel" in report
+
+
+def test_console_script_is_installed():
+    out = subprocess.run([sys.executable, "-m", "course_lib.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "lectures" in out.stdout and "doctor" in out.stdout

@@ -1,0 +1,77 @@
+import pytest
+
+from course_lib import bench
+from course_lib.widgets import SpeedupWidget
+
+
+def make_widget(**kw):
+    built = []
+
+    def builder(name):
+        def build(n):
+            built.append((name, n))
+            data = list(range(n))
+            return (lambda: sum(data)) if name == "sum" else (lambda: len(data))
+        return build
+
+    w = SpeedupWidget({"sum": builder("sum"), "len": builder("len")}, sizes={"n": [10, 1000]},
+                      baseline="sum", repeats=2, title="toy", **kw)
+    return w, built
+
+
+def test_run_headless_returns_comparison_and_updates_display():
+    w, built = make_widget()
+    result = w.run(n=1000)
+    assert isinstance(result, bench.Comparison)
+    assert result.names == ["sum", "len"]
+    assert result.params == {"n": 1000}
+    assert built == [("sum", 1000), ("len", 1000)]
+    assert w.progress.value == 2 and w.progress.description == "done"
+    assert "len" in w.table.value and "<table>" in w.table.value
+    assert len(w.chart.outputs) == 1  # one figure, replaced as each variant finished
+    assert w.size_controls["n"].value == 1000
+    assert "<table>" in w.report().data
+
+
+def test_run_from_controls_uses_checkboxes_and_sliders():
+    w, _ = make_widget()
+    w.checkboxes["len"].value = False
+    w.size_controls["n"].value = 10
+    result = w.run_from_controls()
+    assert result.names == ["sum"] and result.params == {"n": 10}
+
+
+def test_button_click_runs():
+    w, built = make_widget(defaults={"n": 10})
+    w.button.click()
+    assert w.result is not None and built[-1] == ("len", 10)
+
+
+def test_baseline_falls_back_when_unticked():
+    w, _ = make_widget()
+    result = w.run(variants=["len"])
+    assert result.baseline == "len"
+
+
+def test_bad_input_names_the_problem():
+    w, _ = make_widget()
+    with pytest.raises(ValueError, match="unknown variant 'gpu'; variants are: sum, len"):
+        w.run(variants=["gpu"])
+    with pytest.raises(ValueError, match="unknown size knob 'm'"):
+        w.run(m=3)
+    with pytest.raises(ValueError, match="no variant chosen"):
+        w.run(variants=[])
+    with pytest.raises(ValueError, match="unknown baseline 'x'"):
+        SpeedupWidget({"a": lambda: (lambda: 1)}, baseline="x")
+    with pytest.raises(TypeError, match="variant 'a' must be a builder function"):
+        SpeedupWidget({"a": 3})
+    with pytest.raises(RuntimeError, match="nothing measured yet"):
+        w.report()
+
+    def bad_builder(n):
+        raise MemoryError("too big")
+
+    w2 = SpeedupWidget({"a": bad_builder}, sizes={"n": [1]})
+    with pytest.raises(bench.BenchError, match=r"building variant 'a' with \{'n': 1\} raised MemoryError"):
+        w2.run()
+    assert not w2.button.disabled
