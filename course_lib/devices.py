@@ -1,0 +1,326 @@
+"""Devices: what TensorFlow sees, where it runs each operation, and how to get more devices.
+
+Lecture 03 calls this module; lectures 05 and 13 use ``virtual_cpus`` to get several
+devices on a machine with one CPU. Start-up order matters, and is the reason most of
+these helpers exist:
+
+* Virtual devices are fixed when TensorFlow's runtime starts, which happens at the
+  first operation, tensor or logical-device listing. ``virtual_cpus(n)`` therefore has
+  to run before any other TensorFlow code; called again with the same ``n`` it is a
+  no-op, and called too late it raises ``DeviceSetupError`` saying what to do.
+* Placement logging is written by TensorFlow's C++ runtime to the process's stderr (not
+  to the notebook), and only when switched on before the runtime starts. ``placement_log``
+  runs a snippet in a fresh Python process and returns the log as text.
+* ``CUDA_VISIBLE_DEVICES`` is read once, when CUDA starts, so it too is shown in a
+  fresh process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = [
+    "DeviceSetupError", "short_name", "device_table", "virtual_cpus", "virtual_gpus", "where",
+    "missing_device", "soft_placement", "impossible_placement_error", "memory_growth",
+    "run_python", "PlacementLog", "placement_log", "physical_devices_with", "copy_devices",
+    "copy_variants",
+]
+
+
+class DeviceSetupError(RuntimeError):
+    """Devices cannot be configured now (the runtime already started, or no such device)."""
+
+
+def short_name(device: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` -> ``CPU:1`` (empty stays empty)."""
+    match = re.search(r"(?:device:)?([A-Za-z_]+:\d+)$", device or "")
+    return match.group(1) if match else device
+
+
+def device_table() -> list[dict]:
+    """Physical devices (the hardware TF found) then logical devices (what ops run on).
+
+    Listing logical devices starts the runtime, after which virtual devices are fixed.
+    """
+    rows = [{"kind": "physical", "type": d.device_type, "name": d.name}
+            for d in tf.config.list_physical_devices()]
+    rows += [{"kind": "logical", "type": d.device_type, "name": d.name}
+             for d in tf.config.list_logical_devices()]
+    return rows
+
+
+def _split(device_type: str, n: int, memory_limit_mb: int | None) -> list[str]:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"the number of virtual {device_type} devices must be a whole number >= 1, got {n!r}")
+    physical = tf.config.list_physical_devices(device_type)
+    if not physical:
+        found = ", ".join(d.name for d in tf.config.list_physical_devices()) or "none"
+        raise DeviceSetupError(f"there is no physical {device_type} to split on this machine "
+                               f"(physical devices: {found})")
+    config = [tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb) for _ in range(n)]
+    want = n + len(physical) - 1  # the first device is split, any others stay whole
+    try:
+        tf.config.set_logical_device_configuration(physical[0], config)
+    except RuntimeError:  # the runtime already started; fine if it has what we want
+        have = [d.name for d in tf.config.list_logical_devices(device_type)]
+        if len(have) != want:
+            call = f"virtual_cpus({n})" if device_type == "CPU" else f"virtual_gpus({n}, ...)"
+            raise DeviceSetupError(
+                f"TensorFlow is already running with {len(have)} logical {device_type} device(s) "
+                f"({', '.join(short_name(h) for h in have)}), so it cannot be split into {n} now: virtual "
+                f"devices are fixed when the runtime starts (at the first operation, tensor or device "
+                f"listing). Restart the kernel or process and call devices.{call} before any other "
+                f"TensorFlow code.") from None
+    return [d.name for d in tf.config.list_logical_devices(device_type)]
+
+
+def virtual_cpus(n: int) -> list[str]:
+    """Split the CPU into ``n`` logical devices; returns their names (``/device:CPU:0`` ...).
+
+    Call it first, before any other TensorFlow code (it starts the runtime). Calling it
+    again with the same ``n`` returns the same devices; a different ``n`` after the start
+    raises ``DeviceSetupError`` with the fix. The logical CPUs share the cores and the
+    memory: they are for trying multi-device code (``tf.distribute``), not for speed.
+    """
+    return _split("CPU", n, None)
+
+
+def virtual_gpus(n: int, memory_limit_mb: int) -> list[str]:
+    """Split the first GPU into ``n`` logical GPUs of ``memory_limit_mb`` each (same rules
+    as ``virtual_cpus``); ``DeviceSetupError`` when there is no GPU."""
+    if not isinstance(memory_limit_mb, (int, np.integer)) or memory_limit_mb < 1:
+        raise ValueError(f"memory_limit_mb must be a whole number of megabytes >= 1, got {memory_limit_mb!r}")
+    return _split("GPU", n, int(memory_limit_mb))
+
+
+def where(tensor) -> str:
+    """The device a tensor lives on, short form (``CPU:1``): proof of where an op ran."""
+    if not hasattr(tensor, "device"):
+        raise TypeError(f"expected a tensor, got {type(tensor).__name__}")
+    return short_name(tensor.device)
+
+
+def missing_device(device_type: str = "GPU") -> str:
+    """A device name that does not exist here, e.g. ``/GPU:0`` on a machine without GPUs."""
+    return f"/{device_type}:{len(tf.config.list_logical_devices(device_type))}"
+
+
+@contextlib.contextmanager
+def soft_placement(enabled: bool):
+    """Turn soft placement on or off inside the block, then restore it.
+
+    With soft placement on (TensorFlow's default) an op pinned to a device that does not
+    exist, or that has no kernel for it, silently runs somewhere else; off, it raises.
+    """
+    before = tf.config.get_soft_device_placement()
+    tf.config.set_soft_device_placement(bool(enabled))
+    try:
+        yield
+    finally:
+        tf.config.set_soft_device_placement(before)
+
+
+def impossible_placement_error(device: str | None = None) -> str:
+    """Run a matmul pinned to ``device`` (a missing GPU by default) with soft placement off;
+    return the error TensorFlow raises, as ``Type: message``."""
+    device = device or missing_device("GPU")
+    a = tf.ones([2, 2])
+    with soft_placement(False):
+        try:
+            with tf.device(device):
+                tf.matmul(a, a).numpy()
+        except (tf.errors.InvalidArgumentError, RuntimeError, ValueError) as exc:
+            message = getattr(exc, "message", str(exc))
+            return f"{type(exc).__name__}: {message.strip()}"
+    raise DeviceSetupError(f"the placement on {device} was possible after all; pick a device that "
+                           "does not exist on this machine")
+
+
+def memory_growth() -> list[str]:
+    """Let every GPU allocate memory as needed instead of taking (nearly) all of it at start.
+
+    Returns the GPUs changed (none on a CPU-only machine). Like virtual devices, it must be
+    set before the runtime starts.
+    """
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except RuntimeError as exc:
+            raise DeviceSetupError(f"cannot change memory growth of {gpu.name}: {exc}. Call "
+                                   "devices.memory_growth() before any other TensorFlow code.") from None
+    return [g.name for g in gpus]
+
+
+# ---------------------------------------------------------------------------------------
+# Fresh processes: placement logs and CUDA_VISIBLE_DEVICES
+# ---------------------------------------------------------------------------------------
+
+def run_python(source: str, *, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run ``source`` in a fresh Python (this interpreter) with extra environment variables.
+
+    Raises ``RuntimeError`` with the end of its stderr if it fails.
+    """
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
+        raise RuntimeError(f"the child Python exited with {proc.returncode}:\n{tail}")
+    return proc
+
+
+_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (\w+)\.cc:\d+\] (.*)$")
+_PLACED = re.compile(r"^(\S+): \((\w+)\): (\S+)$")
+_EXECUTED = re.compile(r"^Executing op (\S+) in device (\S+)$")
+
+
+def _op_name(name: str) -> str:
+    name = re.sub(r"^_Mkl(Native)?", "", name)  # oneDNN builds rename kernels; show the op
+    function = re.match(r"^__inference_(.+?)_\d+$", name)
+    return f"function {function.group(1)}" if function else f"op {name}"
+
+
+@dataclass
+class PlacementLog:
+    """Where each operation of a snippet ran, parsed from TensorFlow's placement log.
+
+    ``lines``: one per eager op or function call, in order, with the ops inside a
+    function indented under it the first time it runs; ``output``: what the snippet printed.
+    """
+
+    lines: list[str]
+    output: str
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _parse_placement(stderr: str) -> list[str]:
+    lines, pending = [], []
+    for raw in stderr.splitlines():
+        match = _LOG_LINE.match(raw.strip())
+        if not match:
+            continue
+        source, message = match.groups()
+        placed, executed = _PLACED.match(message), _EXECUTED.match(message)
+        if source == "placer" and placed:
+            pending.append(placed.groups())
+        elif source == "execute" and executed:
+            name, device = _op_name(executed.group(1)), short_name(executed.group(2))
+            lines.append(f"{name} -> {device}")
+            if name.startswith("function"):
+                lines += [f"    {node} ({kind}) -> {short_name(dev)}" for node, kind, dev in pending
+                          if kind not in ("_Arg", "_Retval")]
+            pending = []
+    return lines
+
+
+def placement_log(source: str, *, virtual_cpus: int | None = None, timeout: float = 180) -> PlacementLog:
+    """Run ``source`` in a fresh process with device placement logging on; return the log.
+
+    The snippet sees ``tf`` (TensorFlow) and, with ``virtual_cpus=n``, ``n`` logical CPUs.
+    Logging is switched on before the runtime starts, which is the only time it takes
+    effect for every op.
+    """
+    split = f"devices.virtual_cpus({int(virtual_cpus)})" if virtual_cpus else ""
+    program = (f"import tensorflow as tf\nfrom course_lib import devices\n"
+               f"tf.debugging.set_log_device_placement(True)\n{split}\n{textwrap.dedent(source)}\n")
+    proc = run_python(program, env={"TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=timeout)
+    output = "".join(line for line in proc.stdout.splitlines(keepends=True)
+                     if not _PLACED.match(line.strip()))  # the runtime also prints placements to stdout
+    return PlacementLog(_parse_placement(proc.stderr), output)
+
+
+def physical_devices_with(cuda_visible_devices: str, timeout: float = 180) -> list[str]:
+    """The physical devices a fresh TensorFlow process sees with this ``CUDA_VISIBLE_DEVICES``.
+
+    ``""`` or ``"-1"`` hides every GPU, ``"1"`` shows only the second one (renumbered GPU:0),
+    ``"0,1"`` the first two. CUDA reads the variable once, at start-up, hence a new process.
+    """
+    proc = run_python("import json, tensorflow as tf\n"
+                      "print(json.dumps([d.name for d in tf.config.list_physical_devices()]))",
+                      env={"CUDA_VISIBLE_DEVICES": str(cuda_visible_devices), "TF_CPP_MIN_LOG_LEVEL": "3"},
+                      timeout=timeout)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------
+# The cost of moving data between devices
+# ---------------------------------------------------------------------------------------
+
+def copy_devices() -> tuple[str, str]:
+    """The two devices the copy demo uses: a GPU and the CPU where there is a GPU, two
+    logical CPUs where ``virtual_cpus`` made them, else the one CPU twice."""
+    gpus = tf.config.list_logical_devices("GPU")
+    cpus = tf.config.list_logical_devices("CPU")
+    if gpus:
+        return gpus[0].name, cpus[0].name
+    return cpus[0].name, cpus[min(1, len(cpus) - 1)].name
+
+
+def copy_variants(steps: int = 10, devices: tuple[str, str] | None = None) -> dict[str, Callable[..., Callable[[], Any]]]:
+    """Widget builders: ``steps`` cheap updates of a tensor, with or without moving it; knob: ``megabytes``.
+
+    * "stay on one device": every step runs where the data already is;
+    * "hop between devices": each step runs on the other device, so the tensor moves
+      each time (a PCIe copy between GPU and CPU; between two logical CPUs, which share
+      memory, TensorFlow hands the buffer over without copying);
+    * "round trip through NumPy": each step's result is pulled to a NumPy array and
+      pushed back, two real copies plus a wait for the device to finish.
+    """
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a whole number >= 1, got {steps!r}")
+    home, away = devices or copy_devices()
+
+    def data(megabytes):
+        if not isinstance(megabytes, (int, float)) or megabytes <= 0:
+            raise ValueError(f"megabytes must be a positive number, got {megabytes!r}")
+        with tf.device(home):
+            return tf.ones([int(megabytes * 2**20) // 4])
+
+    def stay(megabytes):
+        x0 = data(megabytes)
+
+        def run():
+            x = x0
+            with tf.device(home):
+                for _ in range(steps):
+                    x = x * 0.999
+            return x
+        return run
+
+    def hop(megabytes):
+        x0 = data(megabytes)
+
+        def run():
+            x = x0
+            for i in range(steps):
+                with tf.device(away if i % 2 == 0 else home):
+                    x = x * 0.999
+            return x
+        return run
+
+    def numpy_round_trip(megabytes):
+        x0 = data(megabytes)
+
+        def run():
+            x = x0
+            with tf.device(home):
+                for _ in range(steps):
+                    x = tf.constant((x * 0.999).numpy())
+            return x
+        return run
+
+    return {"stay on one device": stay, "hop between devices": hop, "round trip through NumPy": numpy_round_trip}

@@ -1,0 +1,523 @@
+"""Eager execution against graphs: when ``tf.function`` pays, and how to look inside one.
+
+Lectures 01 and 02 call this module. It holds the three measured demos of lecture 01
+(many small operations, a training step, one big matmul) as builders for the speedup
+widget, and the inspection tools of lecture 02: a trace counter, a concrete function's
+signature and operations, op properties, AutoGraph's output, captured retracing
+warnings, and the variable-creation rule of ``tf.function`` with the create-once pattern.
+
+Why graphs help: in eager mode every operation is dispatched from Python, one at a
+time, which costs microseconds per op whatever its size. A ``tf.function`` runs Python
+once (the *trace*) to record a graph, and later calls hand the whole graph to the C++
+runtime. The saving is per operation, so it is large for many small ops and invisible
+for one big one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import re
+from collections import Counter
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = [
+    "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",
+    "train_step_variants", "eagerly", "save_and_load",
+    "TraceCounter", "describe_args", "traces_per_call", "concrete", "signature", "operations",
+    "op_properties", "op_types", "format_rows", "autograph_code", "captured_tf_warnings",
+    "error_summary", "variable_in_function_error", "LazyScale", "retracing_variants",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Lecture 01: eager against graph, measured
+# ---------------------------------------------------------------------------------------
+
+def small_ops(x: tf.Tensor, n_ops: int) -> tf.Tensor:
+    """``n_ops`` cheap element-wise operations in a Python loop (two per step).
+
+    On a small tensor each op's kernel takes far less time than dispatching it, so this
+    is the function where a graph removes almost all of the cost.
+    """
+    for _ in range(n_ops // 2):
+        x = x * 0.999 + 0.001
+    return x
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def small_ops_variants(elements: int = 16) -> dict[str, Callable[..., Callable[[], Any]]]:
+    """Widget builders for ``small_ops`` on a vector of ``elements`` floats; knob: ``ops``."""
+    _positive_int("elements", elements)
+
+    def eager(ops: int):
+        _positive_int("ops", ops)
+        x = tf.ones([elements])
+        return lambda: small_ops(x, ops)
+
+    def graph(ops: int):
+        _positive_int("ops", ops)
+        x = tf.ones([elements])
+        f = tf.function(lambda v: small_ops(v, ops))
+        return lambda: f(x)
+
+    return {"eager": eager, "tf.function": graph}
+
+
+def matmul_variants() -> dict[str, Callable[..., Callable[[], Any]]]:
+    """Widget builders for one ``n x n`` matmul, eager and as a ``tf.function``; knob: ``n``.
+
+    One operation means one dispatch: the graph saves a few microseconds on a kernel
+    that runs for milliseconds.
+    """
+
+    def data(n):
+        _positive_int("n", n)
+        rng = np.random.default_rng(0)
+        return (tf.constant(rng.standard_normal((n, n), dtype=np.float32)),
+                tf.constant(rng.standard_normal((n, n), dtype=np.float32)))
+
+    def eager(n: int):
+        a, b = data(n)
+        return lambda: tf.matmul(a, b)
+
+    def graph(n: int):
+        a, b = data(n)
+        f = tf.function(tf.matmul)
+        return lambda: f(a, b)
+
+    return {"eager": eager, "tf.function": graph}
+
+
+def conv_model(image_size: int = 28, classes: int = 10):
+    """A small convolutional classifier (two convolutions, pooling, one dense layer)."""
+    import keras
+
+    return keras.Sequential([
+        keras.Input((image_size, image_size, 1)),
+        keras.layers.Conv2D(8, 3, activation="relu"),
+        keras.layers.MaxPooling2D(),
+        keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(classes),
+    ])
+
+
+def make_train_step(model, optimizer, loss_fn) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """The textbook custom training step: forward pass under a tape, gradients, update.
+
+    The same Python function runs eagerly or, wrapped in ``tf.function``, as one graph.
+    """
+
+    def train_step(images, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(images, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return train_step
+
+
+def _batch(batch: int, image_size: int, classes: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    images = rng.random((batch, image_size, image_size, 1), dtype=np.float32)
+    labels = rng.integers(0, classes, size=batch).astype(np.int32)
+    return tf.constant(images), tf.constant(labels)
+
+
+def train_step_variants(image_size: int = 28, classes: int = 10) -> dict[str, Callable[..., Callable[[], Any]]]:
+    """Widget builders for one training step of ``conv_model``; knob: ``batch``.
+
+    Three ways to run the same step: the Python ``train_step`` eagerly, the same function
+    under ``tf.function``, and Keras' ``train_on_batch`` (its own ``tf.function``). Keras 3
+    compiles with XLA by default on this backend; we pass ``jit_compile=False`` so all three
+    run the same kernels and differ only in how they are dispatched (XLA is lecture 07).
+    Each builder makes its own model and optimizer, so no variant warms another up.
+    """
+    import keras
+
+    def setup(batch):
+        _positive_int("batch", batch)
+        model = conv_model(image_size, classes)
+        optimizer = keras.optimizers.SGD(0.01)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return model, optimizer, loss_fn, _batch(batch, image_size, classes)
+
+    def eager(batch: int):
+        model, optimizer, loss_fn, (x, y) = setup(batch)
+        optimizer.build(model.trainable_variables)
+        step = make_train_step(model, optimizer, loss_fn)
+        return lambda: step(x, y)
+
+    def graph(batch: int):
+        model, optimizer, loss_fn, (x, y) = setup(batch)
+        optimizer.build(model.trainable_variables)
+        step = tf.function(make_train_step(model, optimizer, loss_fn))
+        return lambda: step(x, y)
+
+    def keras_batch(batch: int):
+        model, optimizer, loss_fn, (x, y) = setup(batch)
+        model.compile(optimizer=optimizer, loss=loss_fn, jit_compile=False)
+        return lambda: model.train_on_batch(x, y)
+
+    return {"eager train_step": eager, "tf.function train_step": graph, "train_on_batch": keras_batch}
+
+
+@contextlib.contextmanager
+def eagerly():
+    """Run every ``tf.function`` eagerly inside the block (for debugging), then restore.
+
+    ``tf.config.run_functions_eagerly`` is process-wide; this puts it back even when the
+    block raises, so a debugging session cannot leave the whole notebook slow.
+    """
+    before = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(True)
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(before)
+
+
+def save_and_load(module: tf.Module, directory) -> tuple[Any, list[str]]:
+    """Save ``module`` as a SavedModel in ``directory`` and load it back.
+
+    Returns the loaded object and the files written (relative paths, sorted): the graph
+    and the variables, which is all that TF Serving, the C++ API or TFLite need.
+    The graphs come from the module's ``tf.function`` methods, so they need an
+    ``input_signature`` (or a previous call) to be saved.
+    """
+    from pathlib import Path
+
+    tf.saved_model.save(module, str(directory))
+    root = Path(directory)
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    return tf.saved_model.load(str(directory)), files
+
+
+# ---------------------------------------------------------------------------------------
+# Lecture 02: tracing and concrete functions
+# ---------------------------------------------------------------------------------------
+
+def _spec(value) -> str:
+    """``float32[2, None]`` for a tensor or spec (``[]`` a scalar, ``[?]`` unknown rank); else repr."""
+    if isinstance(value, tf.TensorSpec) or tf.is_tensor(value):
+        dims = "?" if value.shape.rank is None else ", ".join(str(d) for d in value.shape.as_list())
+        return f"{value.dtype.name}[{dims}]"
+    return repr(value)
+
+
+def describe_args(args: Sequence = (), kwargs: Mapping | None = None) -> str:
+    """A short, stable description of call arguments, e.g. ``(float32[2], 3)``.
+
+    Tensors show dtype and shape, other values their ``repr``: exactly what decides
+    whether a call retraces.
+    """
+    parts = [_spec(a) for a in args] + [f"{k}={_spec(v)}" for k, v in (kwargs or {}).items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+class TraceCounter:
+    """Count traces of a ``tf.function``, as a decorator or over a block.
+
+    Decorator, placed *under* ``@tf.function``: it counts how often TensorFlow runs the
+    Python body, which happens once per trace, and logs the arguments each trace saw::
+
+        counter = TraceCounter()
+
+        @tf.function
+        @counter
+        def f(x): ...
+
+        f(1); f(2); f(tf.constant(1.0))
+        counter.count, counter.log   # 3, ['(1)', '(2)', '(float32[])']
+
+    Context manager around calls of a ``tf.function`` (or of a decorated one): it counts
+    the traces made inside the block, using TensorFlow's own tracing count::
+
+        with TraceCounter(f) as traces:
+            f(tf.constant(2.0))
+        traces.count                 # 0: same signature, no new trace
+
+    Python side effects in the body (appending to ``log``) happen only at trace time;
+    that is exactly what makes them a reliable trace counter.
+    """
+
+    def __init__(self, function=None):
+        if function is not None and not hasattr(function, "experimental_get_tracing_count"):
+            raise TypeError(f"TraceCounter(function) needs a tf.function to watch, got "
+                            f"{type(function).__name__}; wrap it first: tf.function(fn)")
+        self.function = function
+        self.log: list[str] = []
+        self._start = 0
+        self._end: int | None = None
+
+    def __call__(self, fn: Callable) -> Callable:
+        if self.function is not None:
+            raise TypeError("this TraceCounter watches a tf.function; use a fresh TraceCounter() "
+                            "as the decorator")
+        if not callable(fn):
+            raise TypeError(f"TraceCounter decorates a function, got {type(fn).__name__}")
+
+        @functools.wraps(fn)
+        def traced(*args, **kwargs):
+            self.log.append(describe_args(args, kwargs))
+            return fn(*args, **kwargs)
+
+        return traced
+
+    def _total(self) -> int:
+        if self.function is None:
+            return len(self.log)
+        return self.function.experimental_get_tracing_count()
+
+    @property
+    def count(self) -> int:
+        """Traces since the start (or since entering the ``with`` block, frozen at its end)."""
+        return (self._total() if self._end is None else self._end) - self._start
+
+    def __enter__(self) -> "TraceCounter":
+        self._start, self._end = self._total(), None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._end = self._total()
+
+    def __repr__(self) -> str:
+        return f"TraceCounter(count={self.count})"
+
+
+def traces_per_call(function, calls: Iterable[Sequence]) -> list[dict]:
+    """Call the ``tf.function`` once per argument tuple; say which calls traced.
+
+    Returns one row per call: the arguments, whether that call made a new trace, and the
+    function's traces so far. This is the table that shows "one trace per new signature,
+    many executions per trace".
+    """
+    rows = []
+    with TraceCounter(function) as total:
+        for i, args in enumerate(calls, 1):
+            args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+            before = total.count
+            function(*args)
+            rows.append({"call": i, "arguments": describe_args(args),
+                         "traced": "yes" if total.count > before else "no", "traces so far": total.count})
+    return rows
+
+
+def concrete(function, *args, **kwargs):
+    """The concrete function (one traced graph) of ``function`` for these arguments.
+
+    Accepts a ``tf.function`` (traced for ``args``, which may be ``tf.TensorSpec``) or a
+    concrete function (returned as is).
+    """
+    if hasattr(function, "graph") and hasattr(function, "structured_input_signature"):
+        return function
+    if not hasattr(function, "get_concrete_function"):
+        raise TypeError(f"expected a tf.function or a concrete function, got {type(function).__name__}; "
+                        "wrap a Python function with tf.function first")
+    return function.get_concrete_function(*args, **kwargs)
+
+
+def signature(function, *args, **kwargs) -> str:
+    """Inputs, outputs and captures of a concrete function, as stable text.
+
+    Unlike ``pretty_printed_signature`` it prints no object ids, so it can be checked.
+    """
+    cf = concrete(function, *args, **kwargs)
+    pos, kw = cf.structured_input_signature
+    lines = ["inputs:"]
+    params = [(getattr(s, "name", None) or f"arg{i}", s) for i, s in enumerate(pos)] + sorted(kw.items())
+    lines += [f"  {name}: {_spec(spec)}" for name, spec in params] or ["  (none)"]
+    outputs = tf.nest.flatten(cf.structured_outputs)
+    lines.append("outputs:")
+    lines += [f"  {_spec(t)}" for t in outputs] or ["  (none)"]
+    lines.append(f"captured tensors: {len(cf.captured_inputs)}")
+    return "\n".join(lines)
+
+
+def operations(function, *args, **kwargs) -> list[dict]:
+    """The operations of a concrete function's graph, in order: name, type, inputs.
+
+    Inputs arrive as ``Placeholder`` ops named after the arguments, and each output
+    leaves through an ``Identity`` op that tf.function adds.
+    """
+    cf = concrete(function, *args, **kwargs)
+    return [{"name": op.name, "type": op.type, "inputs": ", ".join(t.name for t in op.inputs) or "-"}
+            for op in cf.graph.get_operations()]
+
+
+def _attr_value(attr) -> Any:
+    kind = attr.WhichOneof("value")
+    if kind == "type":
+        return tf.dtypes.as_dtype(attr.type).name
+    if kind == "shape":
+        return str(tf.TensorShape(attr.shape))
+    if kind == "tensor":
+        return tf.make_ndarray(attr.tensor).tolist()
+    if kind == "s":
+        return attr.s.decode(errors="replace")
+    if kind == "list":
+        return [str(v) for v in (attr.list.i or attr.list.s or attr.list.f or [])]
+    if kind == "func":
+        return f"function {attr.func.name}"
+    return getattr(attr, kind) if kind else None
+
+
+def op_properties(op: tf.Operation) -> dict:
+    """What the graph records about one operation: type, inputs, outputs, device, attributes."""
+    if not isinstance(op, tf.Operation):
+        raise TypeError(f"expected a tf.Operation (from graph.get_operations()), got {type(op).__name__}")
+    return {
+        "name": op.name,
+        "type": op.type,
+        "inputs": [f"{t.name} {_spec(t)}" for t in op.inputs],
+        "outputs": [f"{t.name} {_spec(t)}" for t in op.outputs],
+        "device": op.device or "(not pinned: the placer chooses at run time)",
+        "attributes": {k: _attr_value(op.node_def.attr[k]) for k in sorted(op.node_def.attr)
+                       if not k.startswith("_")},
+    }
+
+
+def op_types(function, *args, nested: bool = False, **kwargs) -> dict[str, int]:
+    """How many ops of each type the graph holds, sorted by type.
+
+    With ``nested=True`` it also counts the ops inside the bodies of control flow
+    (``While``/``If`` keep their branches and loop bodies as separate functions).
+    """
+    cf = concrete(function, *args, **kwargs)
+    counts = Counter(op.type for op in cf.graph.get_operations())
+    if nested:
+        for fdef in cf.graph.as_graph_def().library.function:
+            counts.update(node.op for node in fdef.node_def)
+    return dict(sorted(counts.items()))
+
+
+def format_rows(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows of equal keys as a fixed-width text table (stable, so notebooks can check it)."""
+    rows = list(rows)
+    if not rows:
+        return "(no rows)"
+    cols = list(rows[0])
+    cells = [[str(r.get(c, "")) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+    return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(row) for row in cells])
+
+
+# ---------------------------------------------------------------------------------------
+# Lecture 02: AutoGraph, warnings, variables
+# ---------------------------------------------------------------------------------------
+
+def autograph_code(fn: Callable) -> str:
+    """The Python that AutoGraph generates from ``fn`` (what tf.function actually traces)."""
+    fn = getattr(fn, "python_function", fn)
+    return tf.autograph.to_code(fn)
+
+
+_ADDRESS = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>")
+
+
+@contextlib.contextmanager
+def captured_tf_warnings():
+    """Collect TensorFlow's Python warnings (retracing warnings among them) in a list.
+
+    Inside the block they go to the list instead of stderr; function addresses are
+    replaced by names so the text is the same on every run.
+    """
+    messages: list[str] = []
+
+    class ToList(logging.Handler):
+        def emit(self, record):
+            messages.append(_ADDRESS.sub(r"\1", record.getMessage()))
+
+    logger = tf.get_logger()
+    handler, saved = ToList(level=logging.WARNING), logger.propagate
+    old_handlers = logger.handlers[:]
+    logger.handlers = [handler]
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.handlers, logger.propagate = old_handlers, saved
+
+
+def error_summary(exc: BaseException) -> str:
+    """``Type: message`` of an error, without the traceback TensorFlow puts in front.
+
+    Errors raised inside a tf.function carry an ``in user code:`` preamble with file
+    paths; the last line naming an error is the part worth reading.
+    """
+    text = str(exc).strip()
+    found = re.findall(r"^\s*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+    if found:
+        kind, message = found[-1]
+        return f"{kind}: {message.strip()}"
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def variable_in_function_error() -> str:
+    """Create a ``tf.Variable`` on every call of a tf.function; return the error it raises.
+
+    tf.function traces a function that creates variables twice on its first call and
+    requires the second trace to create none; a body that always creates one fails.
+    """
+
+    @tf.function
+    def scale(x):
+        v = tf.Variable(2.0)
+        return v * x
+
+    try:
+        scale(tf.constant(1.0))
+    except ValueError as exc:
+        return error_summary(exc)
+    raise AssertionError("TensorFlow accepted a variable created on every call; this TF version "
+                         "changed the rule the lecture explains")
+
+
+class LazyScale(tf.Module):
+    """Multiply by a learnable scale, creating the variable on the first trace only.
+
+    The create-once pattern: keep the variable on an object that outlives the traces,
+    create it when it does not exist yet, and reuse it on every later trace.
+    """
+
+    def __init__(self, initial: float = 2.0, name: str | None = None):
+        super().__init__(name=name)
+        self.initial = float(initial)
+        self.scale: tf.Variable | None = None
+
+    @tf.function
+    def __call__(self, x):
+        if self.scale is None:
+            self.scale = tf.Variable(self.initial, name="scale")
+        return self.scale * x
+
+
+def retracing_variants() -> dict[str, Callable[..., Callable[[], Any]]]:
+    """Widget builders: the same function called with a new Python number or a new tensor each call.
+
+    A Python number is part of the signature, so every new value retraces; a tensor of
+    the same dtype and shape reuses the one graph. Knob: ``ops`` (graph size, so trace cost).
+    """
+
+    def build(ops: int, as_tensor: bool):
+        _positive_int("ops", ops)
+        f = tf.function(lambda x: small_ops(tf.fill([4], tf.cast(x, tf.float32)), ops))
+        counter = iter(range(10**9))
+        run = (lambda: f(tf.constant(next(counter)))) if as_tensor else (lambda: f(next(counter)))
+        run.function = f  # so a reader can count the traces afterwards
+        return run
+
+    return {"tensor argument": lambda ops: build(ops, True),
+            "Python number (retraces)": lambda ops: build(ops, False)}

@@ -1,0 +1,161 @@
+import json
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import devices
+
+NO_GPU = not tf.config.list_physical_devices("GPU")
+
+
+def child(source: str) -> dict:
+    """Run ``source`` in a fresh Python (virtual devices need a runtime that has not started)."""
+    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_short_name():
+    assert devices.short_name("/job:localhost/replica:0/task:0/device:CPU:1") == "CPU:1"
+    assert devices.short_name("/device:GPU:0") == "GPU:0"
+    assert devices.short_name("/physical_device:CPU:0") == "CPU:0"
+    assert devices.short_name("") == ""
+
+
+def test_device_table_lists_physical_then_logical():
+    rows = devices.device_table()
+    assert rows[0] == {"kind": "physical", "type": "CPU", "name": "/physical_device:CPU:0"}
+    assert {"kind": "logical", "type": "CPU", "name": "/device:CPU:0"} in rows
+
+
+def test_where_and_soft_placement():
+    with tf.device("/CPU:0"):
+        x = tf.ones([2]) * 2
+    assert devices.where(x) == "CPU:0"
+    with pytest.raises(TypeError, match="expected a tensor"):
+        devices.where([1, 2])
+    before = tf.config.get_soft_device_placement()
+    with devices.soft_placement(True), tf.device(devices.missing_device("GPU")):
+        y = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))
+    assert devices.where(y) in ("CPU:0", "GPU:0")
+    assert tf.config.get_soft_device_placement() == before
+
+
+def test_impossible_placement_raises_with_soft_placement_off():
+    before = tf.config.get_soft_device_placement()
+    message = devices.impossible_placement_error()
+    assert message.startswith("InvalidArgumentError: Could not satisfy device specification")
+    assert devices.missing_device("GPU").lstrip("/") in message
+    assert tf.config.get_soft_device_placement() == before
+    with pytest.raises(devices.DeviceSetupError, match="was possible after all"):
+        devices.impossible_placement_error("/CPU:0")
+
+
+def test_virtual_cpus_rejects_bad_counts():
+    with pytest.raises(ValueError, match="whole number >= 1, got 0"):
+        devices.virtual_cpus(0)
+    with pytest.raises(ValueError, match="memory_limit_mb"):
+        devices.virtual_gpus(2, memory_limit_mb=0)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU to split")
+def test_virtual_gpus_without_a_gpu_says_so():
+    with pytest.raises(devices.DeviceSetupError, match="no physical GPU to split"):
+        devices.virtual_gpus(2, memory_limit_mb=512)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="CPU-only expectations")
+def test_memory_growth_changes_nothing_without_gpus():
+    assert devices.memory_growth() == []
+
+
+def test_virtual_cpus_in_a_fresh_process_are_idempotent():
+    out = child("""
+        import json
+        from course_lib import devices
+        first = devices.virtual_cpus(3)
+        again = devices.virtual_cpus(3)
+        try:
+            devices.virtual_cpus(2)
+            error = None
+        except devices.DeviceSetupError as exc:
+            error = str(exc)
+        import tensorflow as tf
+        with tf.device("/CPU:2"):
+            x = tf.ones([2]) + 1
+        print(json.dumps({"first": first, "again": again, "error": error, "where": devices.where(x)}))
+    """)
+    assert out["first"] == out["again"] == ["/device:CPU:0", "/device:CPU:1", "/device:CPU:2"]
+    assert out["where"] == "CPU:2"
+    assert out["error"].startswith("TensorFlow is already running with 3 logical CPU device(s) "
+                                   "(CPU:0, CPU:1, CPU:2), so it cannot be split into 2 now")
+    assert "call devices.virtual_cpus(2) before any other TensorFlow code" in out["error"]
+
+
+def test_virtual_cpus_after_tensorflow_already_started():
+    out = child("""
+        import json
+        import tensorflow as tf
+        from course_lib import devices
+        tf.constant(1.0) + 1.0  # the runtime starts here, with one CPU
+        try:
+            devices.virtual_cpus(4)
+            error = None
+        except devices.DeviceSetupError as exc:
+            error = str(exc)
+        print(json.dumps({"error": error, "one": devices.virtual_cpus(1)}))
+    """)
+    assert "already running with 1 logical CPU device(s) (CPU:0), so it cannot be split into 4" in out["error"]
+    assert "Restart the kernel or process and call devices.virtual_cpus(4)" in out["error"]
+    assert out["one"] == ["/device:CPU:0"]  # asking for what is already there is fine
+
+
+def test_placement_log_shows_eager_ops_and_function_graphs():
+    log = devices.placement_log("""
+        a = tf.constant([[1.0, 2.0]])
+        with tf.device("/CPU:1"):
+            b = tf.matmul(a, a, transpose_b=True)
+
+        @tf.function
+        def f(x):
+            return tf.reduce_sum(x * 2.0)
+
+        print(f(a).numpy())
+    """, virtual_cpus=2)
+    assert "op MatMul -> CPU:1" in log.lines
+    assert "function f -> CPU:0" in log.lines
+    assert "    mul (Mul) -> CPU:0" in log.lines
+    assert not any("_Arg" in line or "_Retval" in line for line in log.lines)
+    assert log.output == "6.0\n"
+    assert str(log).splitlines() == log.lines
+
+
+def test_cuda_visible_devices_in_a_child_process():
+    seen = devices.physical_devices_with("")
+    assert "/physical_device:CPU:0" in seen
+    assert not any("GPU" in name for name in seen)
+
+
+def test_run_python_reports_failures():
+    with pytest.raises(RuntimeError, match=r"exited with 1:[\s\S]*ZeroDivisionError"):
+        devices.run_python("1 / 0")
+
+
+def test_copy_variants_compute_the_same_thing():
+    variants = devices.copy_variants(steps=3, devices=("/CPU:0", "/CPU:0"))
+    assert list(variants) == ["stay on one device", "hop between devices", "round trip through NumPy"]
+    results = [build(megabytes=0.01)() for build in variants.values()]
+    for r in results:
+        assert r.shape == (int(0.01 * 2**20) // 4,)
+        np.testing.assert_allclose(np.asarray(r), 0.999**3, rtol=1e-6)
+    with pytest.raises(ValueError, match="megabytes must be a positive number"):
+        variants["stay on one device"](megabytes=0)
+    with pytest.raises(ValueError, match="steps must be"):
+        devices.copy_variants(steps=0)
+
+
+def test_copy_devices_are_existing_devices():
+    home, away = devices.copy_devices()
+    names = [d.name for d in tf.config.list_logical_devices()]
+    assert home in names and away in names
