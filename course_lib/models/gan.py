@@ -1,0 +1,495 @@
+"""A small DCGAN for scikit-learn's 8x8 digits, and the training-step journey of a published study.
+
+The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
+Computing Facility, "Profiling TensorFlow", 2021): an MNIST GAN on one A100 went from 237
+images/s, with the real batch reloaded from the dataset every step, to about 2,200 once the data
+was loaded once, about 18,000 with ``tf.function`` at batch 64, about 89,000 at batch 2048 and
+about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those figures,
+and only those, are the study's (``STUDY_IMAGES_PER_S``); everything else is measured here.
+
+Each step of that journey is a function of one GAN built by ``make_step``. All of them run the
+same training math (``update``: one forward pass, both networks updated); they differ in how the
+batch and the noise are produced and in how the step is executed, so given the same weights and
+the same batch they compute the same step. Images per step are counted as the study counted
+them: 2 x batch (the discriminator sees a real and a generated batch).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import html
+import math
+import os
+import pstats
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from course_lib import bench, xla
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE_DIR = ROOT / "build" / "profiles" / "06_gan"
+
+SIZES = (8, 16, 28)
+REAL_LABEL = 0.9  # one-sided label smoothing: the discriminator is told "0.9 real", never certain
+
+STEPS = {
+    "reload": "eager, reload data",
+    "in_memory": "eager, data in memory",
+    "tf_ops": "eager, TF ops",
+    "tf_function": "tf.function",
+    "jit_compile": "XLA jit_compile",
+    "auto_jit": "XLA auto-clustering",
+}
+
+# The journey as (step, which batch size): the study's order, with the two steps it did not
+# separate (TF ops without tf.function, and jit_compile=True) in between.
+JOURNEY = (("reload", "batch"), ("in_memory", "batch"), ("tf_ops", "batch"), ("tf_function", "batch"),
+           ("tf_function", "big_batch"), ("jit_compile", "big_batch"), ("auto_jit", "big_batch"))
+
+# Images/s on one A100 reported by the study (batch 64, then 2048 from the large-batch step on).
+STUDY_IMAGES_PER_S = {("reload", "batch"): 237, ("in_memory", "batch"): 2_200, ("tf_function", "batch"): 18_000,
+                      ("tf_function", "big_batch"): 89_000, ("auto_jit", "big_batch"): 101_000}
+
+
+def _check_size(size: int) -> None:
+    if size not in SIZES:
+        raise ValueError(f"image size {size!r} is not supported; choose one of {SIZES} "
+                         "(8 is the digits' own size, 28 is MNIST's)")
+
+
+def _check_batch(batch: int) -> None:
+    if not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be a whole number >= 1, got {batch!r}")
+
+
+# -- Data -------------------------------------------------------------------------------------------
+
+def load_digits_images(size: int = 8) -> np.ndarray:
+    """scikit-learn's 1,797 bundled digits as float32 ``(N, size, size, 1)`` in [-1, 1].
+
+    ``size`` 16 or 28 upsamples with ``tf.image.resize`` (bilinear): 28 gives every image MNIST's
+    pixel count, so the work per image is closer to the study's, at about 12 times the compute.
+    """
+    _check_size(size)
+    from sklearn.datasets import load_digits
+
+    images = load_digits().images.astype(np.float32)[..., None] / 8.0 - 1.0  # pixels are 0..16
+    if size != 8:
+        images = tf.image.resize(images, (size, size), method="bilinear").numpy()
+    return images
+
+
+def fetch_real_batch(images: np.ndarray, batch: int, rng: np.random.Generator) -> np.ndarray:
+    """A batch of real images drawn (with replacement) from data already in memory."""
+    return images[rng.integers(0, len(images), batch)]
+
+
+def fetch_real_batch_reloading(batch: int, rng: np.random.Generator, size: int = 8) -> np.ndarray:
+    """The study's mistake: load and scale the whole dataset again to draw one batch."""
+    return fetch_real_batch(load_digits_images(size), batch, rng)
+
+
+# -- Models -----------------------------------------------------------------------------------------
+
+def _init(seed: int, index: int):
+    return keras.initializers.GlorotUniform(seed=seed * 1000 + index)
+
+
+def make_generator(size: int = 8, latent_dim: int = 32, width: int = 32, seed: int = 0) -> keras.Model:
+    """Noise -> image: a dense layer to a small feature map, transposed convolutions that double it
+    (once for 8x8, twice for 16x16 and 28x28), batch norm and leaky ReLU between, tanh out."""
+    _check_size(size)
+    n_up = 1 if size == 8 else 2
+    start = size // 2 ** n_up
+    L = keras.layers
+    layers = [keras.Input((latent_dim,)),
+              L.Dense(start * start * 2 * width, use_bias=False, kernel_initializer=_init(seed, 0)),
+              L.BatchNormalization(), L.LeakyReLU(negative_slope=0.2), L.Reshape((start, start, 2 * width))]
+    for i in range(n_up):
+        layers += [L.Conv2DTranspose(width, 4, strides=2, padding="same", use_bias=False,
+                                     kernel_initializer=_init(seed, 1 + i)),
+                   L.BatchNormalization(), L.LeakyReLU(negative_slope=0.2)]
+    layers.append(L.Conv2D(1, 3, padding="same", activation="tanh", kernel_initializer=_init(seed, 9)))
+    return keras.Sequential(layers, name="generator")
+
+
+def make_discriminator(size: int = 8, width: int = 32, seed: int = 0) -> keras.Model:
+    """Image -> one logit (real vs generated): two strided convolutions and a dense layer."""
+    _check_size(size)
+    L = keras.layers
+    return keras.Sequential([
+        keras.Input((size, size, 1)),
+        L.Conv2D(width, 3, strides=2, padding="same", kernel_initializer=_init(seed, 20)),
+        L.LeakyReLU(negative_slope=0.2),
+        L.Conv2D(2 * width, 3, strides=2, padding="same", kernel_initializer=_init(seed, 21)),
+        L.LeakyReLU(negative_slope=0.2),
+        L.Flatten(),
+        L.Dense(1, kernel_initializer=_init(seed, 22)),
+    ], name="discriminator")
+
+
+class GAN:
+    """A generator, a discriminator and an Adam optimizer for each (built, so no step creates variables)."""
+
+    def __init__(self, size: int = 8, latent_dim: int = 32, width: int = 32, learning_rate: float = 2e-4,
+                 seed: int = 0):
+        self.size, self.latent_dim, self.width = size, latent_dim, width
+        self.learning_rate, self.seed = learning_rate, seed
+        self.generator = make_generator(size, latent_dim, width, seed)
+        self.discriminator = make_discriminator(size, width, seed)
+        self.g_optimizer = keras.optimizers.Adam(learning_rate, beta_1=0.5)
+        self.d_optimizer = keras.optimizers.Adam(learning_rate, beta_1=0.5)
+        self.g_optimizer.build(self.generator.trainable_variables)
+        self.d_optimizer.build(self.discriminator.trainable_variables)
+
+    def clone(self) -> "GAN":
+        """A GAN with the same configuration and weights, and fresh optimizer state."""
+        other = GAN(self.size, self.latent_dim, self.width, self.learning_rate, self.seed)
+        other.generator.set_weights(self.generator.get_weights())
+        other.discriminator.set_weights(self.discriminator.get_weights())
+        return other
+
+    def weights(self) -> list[np.ndarray]:
+        return self.generator.get_weights() + self.discriminator.get_weights()
+
+    def generate(self, n: int = 16, seed: int = 0) -> np.ndarray:
+        """``n`` generated images, ``(n, size, size, 1)`` in [-1, 1]."""
+        z = np.random.default_rng(seed).uniform(-1, 1, (n, self.latent_dim)).astype(np.float32)
+        return self.generator(z, training=False).numpy()
+
+
+# -- The training step ------------------------------------------------------------------------------
+
+def numpy_labels(batch: int):
+    """Targets for real images, generated images, and the generator's wish, built with NumPy."""
+    return (np.full((batch, 1), REAL_LABEL, np.float32), np.zeros((batch, 1), np.float32),
+            np.ones((batch, 1), np.float32))
+
+
+def tf_labels(batch: int):
+    """The same targets as TensorFlow ops, so they can live inside a graph."""
+    return tf.fill([batch, 1], REAL_LABEL), tf.zeros([batch, 1]), tf.ones([batch, 1])
+
+
+def _bce(labels, logits):
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
+
+
+NETWORKS = ("generator", "discriminator")
+
+
+def update(gan: GAN, real, z, labels, train: Sequence[str] = NETWORKS) -> dict:
+    """One training step's math, shared by every variant.
+
+    One forward pass: the generator turns ``z`` into images, the discriminator scores the real
+    and the generated batch. The discriminator's loss asks for ``REAL_LABEL`` on real images and 0
+    on generated ones; the generator's loss asks the discriminator to say 1 on generated images.
+    Each network in ``train`` is updated from its own loss.
+    """
+    unknown = set(train) - set(NETWORKS)
+    if unknown:
+        raise ValueError(f"unknown network(s) {sorted(unknown)} in train; choose from {NETWORKS}")
+    real_labels, fake_labels, target_labels = labels
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = gan.generator(z, training=True)
+        real_logits = gan.discriminator(real, training=True)
+        fake_logits = gan.discriminator(fake, training=True)
+        d_loss = 0.5 * (_bce(real_labels, real_logits) + _bce(fake_labels, fake_logits))
+        g_loss = _bce(target_labels, fake_logits)
+    if "generator" in train:
+        g_vars = gan.generator.trainable_variables
+        gan.g_optimizer.apply_gradients(zip(g_tape.gradient(g_loss, g_vars), g_vars))
+    if "discriminator" in train:
+        d_vars = gan.discriminator.trainable_variables
+        gan.d_optimizer.apply_gradients(zip(d_tape.gradient(d_loss, d_vars), d_vars))
+    return {"g_loss": g_loss, "d_loss": d_loss}
+
+
+def make_step(key: str, gan: GAN, *, batch: int = 64, images: np.ndarray | None = None,
+              seed: int = 0) -> Callable[[], dict]:
+    """One training step of the journey as a zero-argument function returning the two losses.
+
+    ``reload``: eager; every step reloads the dataset and uses NumPy for the batch, the noise and
+    the labels. ``in_memory``: the same with the dataset loaded once. ``tf_ops``: eager, the data a
+    tensor, indices and noise from a ``tf.random.Generator``, labels from TF ops. ``tf_function``:
+    that whole step (sampling and both updates) as one ``tf.function``. ``jit_compile``: the same
+    compiled by XLA. ``auto_jit``: the plain tf.function, which TensorFlow auto-clusters only in a
+    process started with ``TF_XLA_FLAGS`` (see ``auto_jit_timing``).
+
+    The NumPy steps draw from ``np.random.default_rng(seed)``, the TF steps from
+    ``tf.random.Generator.from_seed(seed)``: same seed, same batches within each family, except
+    that XLA generates its own random floats from the generator's state, so the ``jit_compile``
+    step agrees with the others given the same batch and noise (``update``), not the same seed.
+    """
+    if key not in STEPS:
+        raise ValueError(f"unknown step {key!r}; choose one of: {', '.join(STEPS)}")
+    _check_batch(batch)
+    if key == "auto_jit" and "--tf_xla_auto_jit" not in os.environ.get("TF_XLA_FLAGS", ""):
+        raise RuntimeError("auto-clustering is switched on by TF_XLA_FLAGS before TensorFlow starts, and this "
+                           "process started without it; measure it with auto_jit_timing(), which runs the "
+                           f"step in a fresh process with TF_XLA_FLAGS={xla.AUTO_JIT_FLAGS!r}")
+    rng = np.random.default_rng(seed)
+    if key == "reload":
+        def step():
+            real = fetch_real_batch_reloading(batch, rng, gan.size)
+            z = rng.uniform(-1, 1, (batch, gan.latent_dim)).astype(np.float32)
+            return update(gan, real, z, numpy_labels(batch))
+        return step
+
+    images = load_digits_images(gan.size) if images is None else images
+    if images.shape[1:] != (gan.size, gan.size, 1):
+        raise ValueError(f"images have shape {images.shape[1:]} per image but the GAN makes "
+                         f"{(gan.size, gan.size, 1)}; load them with load_digits_images({gan.size})")
+    if key == "in_memory":
+        def step():
+            real = fetch_real_batch(images, batch, rng)
+            z = rng.uniform(-1, 1, (batch, gan.latent_dim)).astype(np.float32)
+            return update(gan, real, z, numpy_labels(batch))
+        return step
+
+    data = tf.constant(images)
+    noise = tf.random.Generator.from_seed(seed)
+
+    def tf_step():
+        real = tf.gather(data, noise.uniform([batch], 0, len(images), dtype=tf.int32))
+        z = noise.uniform([batch, gan.latent_dim], -1.0, 1.0)
+        return update(gan, real, z, tf_labels(batch))
+
+    if key == "tf_ops":
+        return tf_step
+    return tf.function(tf_step, jit_compile=True if key == "jit_compile" else None)
+
+
+def train(gan: GAN, steps: int = 300, *, batch: int = 64, seed: int = 0, images: np.ndarray | None = None,
+          log_every: int = 10) -> dict[str, list]:
+    """Train with the one-tf.function step; the losses every ``log_every`` steps."""
+    step = make_step("tf_function", gan, batch=batch, images=images, seed=seed)
+    history: dict[str, list] = {"step": [], "g_loss": [], "d_loss": []}
+    for i in range(steps):
+        out = step()
+        if i % log_every == 0 or i == steps - 1:
+            history["step"].append(i)
+            history["g_loss"].append(float(out["g_loss"]))
+            history["d_loss"].append(float(out["d_loss"]))
+    return history
+
+
+# -- Throughput across the journey ----------------------------------------------------------------
+
+@dataclass
+class Throughput:
+    """Timings of training steps at their batch sizes, read as images per second."""
+
+    comparison: bench.Comparison
+    plan: list[tuple[str, int]]  # (step key, batch) per timing
+    study: list[int | None] = field(default_factory=list)  # the study's images/s per row, where it has one
+    compilations: dict = field(default_factory=dict)
+
+    def images_per_s(self, index: int) -> float:
+        key, batch = self.plan[index]
+        return 2 * batch / self.comparison.timings[index].median_s
+
+    def rows(self) -> list[dict]:
+        base = self.images_per_s(0)
+        out = []
+        for i, (t, (key, batch)) in enumerate(zip(self.comparison.timings, self.plan)):
+            lo, hi = t.spread_s
+            study = self.study[i] if i < len(self.study) else None
+            out.append({"step": t.name, "batch": batch, "ms per step": t.median_s * 1e3,
+                        "spread (ms)": f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", "images/s": self.images_per_s(i),
+                        "x first row": self.images_per_s(i) / base,
+                        "study, A100 (images/s)": f"{study:,}" if study else ""})
+        return out
+
+    def _repr_html_(self) -> str:
+        caption = f"<p><b>{html.escape(self.comparison.title)}</b></p>" if self.comparison.title else ""
+        return (caption + bench.table(self.rows()) +
+                f"<p><small>images per step = 2 x batch; study: ALCF profiling workshop, MNIST GAN on one "
+                f"A100; {html.escape(bench.machine_summary(self.comparison.machine))}</small></p>")
+
+    def __repr__(self) -> str:
+        lines = [self.comparison.title] if self.comparison.title else []
+        for r in self.rows():
+            lines.append(f"{r['step']:<24} batch {r['batch']:>5}  {r['ms per step']:9.3g} ms  "
+                         f"{r['images/s']:10,.0f} images/s  {r['x first row']:7.1f}x  study {r['study, A100 (images/s)']}")
+        lines.append(bench.machine_summary(self.comparison.machine))
+        return "\n".join(lines)
+
+    def plot(self, ax=None):
+        """Images/s per step on a log scale, with the study's A100 figures as markers."""
+        from course_lib.plotting import throughput_bars
+
+        labels = [f"{t.name} @ {b}" for t, (_, b) in zip(self.comparison.timings, self.plan)]
+        ax = throughput_bars(labels, [self.images_per_s(i) for i in range(len(self.plan))],
+                             unit="images/s (log scale)", ax=ax, log=True, title=self.comparison.title)
+        marks = [(v, y) for y, v in enumerate(self.study) if v]
+        if marks:
+            ax.plot([v for v, _ in marks], [y for _, y in marks], "kD", label="study, A100")
+            ax.legend(loc="lower right", fontsize="small")
+        return ax
+
+
+def throughput(plan: Sequence[tuple[str, int]], *, size: int = 8, repeats: int = 5, seed: int = 0,
+               title: str = "", study: Sequence[int | None] = ()) -> Throughput:
+    """Measure each ``(step key, batch)`` of ``plan`` on one GAN with ``bench``; ``auto_jit`` runs in a
+    subprocess started with the auto-clustering flags (its timing is from that process)."""
+    if not plan:
+        raise ValueError("plan is empty: give (step, batch) pairs, e.g. [('tf_function', 64)]")
+    for key, batch in plan:
+        if key not in STEPS:
+            raise ValueError(f"unknown step {key!r} in plan; choose from: {', '.join(STEPS)}")
+        _check_batch(batch)
+    gan = GAN(size=size, seed=seed)
+    images = load_digits_images(size)
+    names = [STEPS[key] if [k for k, _ in plan].count(key) == 1 else f"{STEPS[key]}, batch {batch}"
+             for key, batch in plan]
+    in_process = {name: make_step(key, gan, batch=batch, images=images, seed=seed)
+                  for name, (key, batch) in zip(names, plan) if key != "auto_jit"}
+    measured = bench.compare(in_process, repeats=repeats, title=title) if in_process else None
+    timings, compilations = [], {}
+    for name, (key, batch) in zip(names, plan):
+        if key == "auto_jit":
+            timing, compilations[name] = auto_jit_timing(size=size, batch=batch, repeats=repeats, seed=seed)
+            timing.name = name
+            timings.append(timing)
+        else:
+            timings.append(measured[name])
+    comparison = bench.Comparison(timings, baseline=names[0], machine=bench.machine(), title=title,
+                                  params={"size": size, "plan": list(plan), "repeats": repeats})
+    return Throughput(comparison, list(plan), list(study), compilations)
+
+
+def journey(*, size: int = 8, batch: int = 64, big_batch: int = 512, repeats: int = 5, seed: int = 0,
+            auto_jit: bool = True) -> Throughput:
+    """The study's journey on this machine: each step of ``JOURNEY`` at ``batch`` or ``big_batch``."""
+    steps = [s for s in JOURNEY if auto_jit or s[0] != "auto_jit"]
+    plan = [(key, batch if which == "batch" else big_batch) for key, which in steps]
+    return throughput(plan, size=size, repeats=repeats, seed=seed,
+                      title=f"GAN training step by step ({size}x{size} digits)",
+                      study=[STUDY_IMAGES_PER_S.get(s) for s in steps])
+
+
+def auto_jit_worker(size: int, batch: int, repeats: int, seed: int) -> dict:
+    """Runs inside the auto-clustering subprocess: the step's timing and its XLA compilations."""
+    step = make_step("auto_jit", GAN(size=size, seed=seed), batch=batch, seed=seed)
+    timing, compilations = xla.measure_and_count(step, name=STEPS["auto_jit"], repeats=repeats)
+    return {"timing": timing.to_dict(), "compilations": compilations}
+
+
+def auto_jit_timing(*, size: int = 8, batch: int = 512, repeats: int = 5, seed: int = 0,
+                    flags: str = xla.AUTO_JIT_FLAGS) -> tuple[bench.Timing, int]:
+    """The tf.function step in a fresh process started with ``TF_XLA_FLAGS=flags``: its timing, and how
+    many XLA clusters were compiled (0 means auto-clustering did nothing)."""
+    result = xla.run_with_flags("course_lib.models.gan:auto_jit_worker", flags, size=size, batch=batch,
+                                repeats=repeats, seed=seed)
+    return xla.timing_from_dict(result["timing"]), result["compilations"]
+
+
+# -- Profiles ---------------------------------------------------------------------------------------
+
+def _module_of(filename: str) -> str:
+    path = Path(filename)
+    for anchor in ("site-packages",):
+        if anchor in path.parts:
+            path = Path(*path.parts[path.parts.index(anchor) + 1:])
+            break
+    else:
+        try:
+            path = path.resolve().relative_to(ROOT)
+        except ValueError:
+            return path.stem
+    return ".".join(path.with_suffix("").parts)
+
+
+@dataclass
+class PythonProfile:
+    """Where a step's Python time went: the functions of interest by cumulative time."""
+
+    rows: list[dict]
+    total_s: float
+    calls: int
+
+    def share(self, function: str) -> float:
+        """The largest share of the profiled time spent inside functions named ``function``."""
+        shares = [r["share of step"] for r in self.rows if r["function"].rsplit(".", 1)[-1] == function]
+        if not shares:
+            raise KeyError(f"no function {function!r} in the profile; have: "
+                           f"{', '.join(r['function'] for r in self.rows)}")
+        return max(shares)
+
+    def _repr_html_(self) -> str:
+        return (bench.table(self.rows) + f"<p><small>cProfile over {self.calls} steps, "
+                f"{self.total_s:.3g} s in all (profiling slows Python code)</small></p>")
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{r['function']:<60} {r['calls']:>6} {r['cumulative (s)']:8.3f} s "
+                         f"{r['share of step']:6.1%}" for r in self.rows)
+
+
+def python_profile(step: Callable[[], object], calls: int = 5,
+                   where: Sequence[str] = ("course_lib", "sklearn.datasets")) -> PythonProfile:
+    """cProfile ``calls`` steps (after one unprofiled call) and keep the functions whose module starts
+    with one of ``where``: the drill-down a line profiler gave the study, one level per function."""
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls!r}")
+    bench.force(step())
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        bench.force(step())
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt
+    rows = []
+    for (filename, _, func), (_, ncalls, _, cumulative, _) in stats.stats.items():
+        module = _module_of(filename)
+        if module.startswith(tuple(where)):
+            rows.append({"function": f"{module}.{func}", "calls": ncalls, "cumulative (s)": cumulative,
+                         "share of step": cumulative / total})
+    rows.sort(key=lambda r: -r["cumulative (s)"])
+    return PythonProfile(rows, total, calls)
+
+
+def trace_steps(step: Callable[[], object], steps: int = 3, logdir: str | os.PathLike = TRACE_DIR) -> xla.Trace:
+    """Record ``steps`` steps with the TensorFlow profiler into ``logdir`` (older runs there are
+    replaced); open it with TensorBoard's Profile tab. The first call runs before, unprofiled."""
+    logdir = Path(logdir)
+    shutil.rmtree(logdir / "plugins" / "profile", ignore_errors=True)
+    bench.force(step())
+    with xla.profile(logdir) as trace:
+        for _ in range(steps):
+            bench.force(step())
+    return trace
+
+
+# -- Pictures ---------------------------------------------------------------------------------------
+
+def image_grid(images: np.ndarray, cols: int = 8, ax=None, title: str = ""):
+    """Images in [-1, 1] side by side, grey scale, one pixel of gap."""
+    import matplotlib.pyplot as plt
+
+    images = np.asarray(images)
+    if images.ndim == 4:
+        images = images[..., 0]
+    if images.ndim != 3:
+        raise ValueError(f"expected images of shape (n, height, width[, 1]), got {images.shape}")
+    n, h, w = images.shape
+    cols = min(cols, n)
+    rows = math.ceil(n / cols)
+    canvas = np.full((rows * (h + 1) - 1, cols * (w + 1) - 1), -1.0, np.float32)
+    for i, img in enumerate(images):
+        r, c = divmod(i, cols)
+        canvas[r * (h + 1):r * (h + 1) + h, c * (w + 1):c * (w + 1) + w] = img
+    if ax is None:
+        _, ax = plt.subplots(figsize=(cols * 0.6, rows * 0.6), layout="constrained")
+    ax.imshow(canvas, cmap="gray", vmin=-1, vmax=1, interpolation="nearest")
+    ax.axis("off")
+    if title:
+        ax.set_title(title)
+    return ax

@@ -1,0 +1,437 @@
+"""XLA on this machine: what compiling a function does, what it costs, and when it pays.
+
+``jit_compile=True`` compiles one ``tf.function`` as a whole. Auto-clustering
+(``TF_XLA_FLAGS=--tf_xla_auto_jit=2``) lets TensorFlow carve compilable clusters out
+of every graph instead; the flag is read when TensorFlow starts, so it is measured in
+a fresh process (``run_with_flags``), and on a CPU it also needs
+``--tf_xla_cpu_global_jit`` (without it only GPU clusters are formed).
+
+The HLO readers show what fusion does (``hlo``, ``hlo_ops``, ``describe``); the
+profiler reader (``profile``, ``Trace``) counts XLA compilations, which is how
+recompilation on new shapes is seen; the workloads are the cases where XLA wins on a
+CPU (a fusable elementwise chain) and where it does not (random numbers, small graphs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib import bench
+
+AUTO_JIT_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+STAGES = ("hlo", "optimized_hlo")
+
+
+# -- HLO: what XLA compiles, before and after optimisation -------------------------------------
+
+def jit(fn: Callable) -> Callable:
+    """``fn`` as a ``tf.function`` compiled with XLA (a tf.function is rewrapped around its Python code)."""
+    python_fn = getattr(fn, "python_function", fn)
+    if not callable(python_fn):
+        raise TypeError(f"expected a function to compile, got {type(fn).__name__}")
+    return tf.function(python_fn, jit_compile=True)
+
+
+def hlo(fn: Callable, *args, stage: str = "hlo") -> str:
+    """The HLO text XLA builds for ``fn(*args)``: ``stage="hlo"`` as traced, ``"optimized_hlo"`` after
+    XLA's passes (fusion among them). ``args`` are tensors or ``tf.TensorSpec``s."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; choose one of: {', '.join(STAGES)}")
+    compiled = fn if getattr(fn, "experimental_get_compiler_ir", None) and _is_jit(fn) else jit(fn)
+    return compiled.experimental_get_compiler_ir(*args)(stage=stage)
+
+
+def _is_jit(fn) -> bool:
+    return bool(getattr(fn, "_jit_compile", False))
+
+
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.-]+)\s.*\{\s*$")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.-]+)\s*=\s*(.*)$")
+_OPCODE = re.compile(r"(?:^|\s)([a-z][a-z0-9-]*)\(")
+
+
+@dataclass
+class Instruction:
+    name: str
+    opcode: str
+    operands: list[str]
+    calls: str | None = None
+    kind: str | None = None
+
+
+def _split_operands(rest: str, start: int) -> tuple[str, str]:
+    """The text inside the parentheses that open at ``start``, and what follows them."""
+    depth = 0
+    for i in range(start, len(rest)):
+        if rest[i] == "(":
+            depth += 1
+        elif rest[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return rest[start + 1:i], rest[i + 1:]
+    return rest[start + 1:], ""
+
+
+def parse_hlo(text: str) -> dict[str, list[Instruction]]:
+    """The computations of an HLO module, by name; the entry computation is also under ``"ENTRY"``."""
+    if "HloModule" not in text:
+        raise ValueError("this is not HLO text: expected the output of hlo(fn, *args), "
+                         "which starts with 'HloModule'")
+    computations: dict[str, list[Instruction]] = {}
+    current: list[Instruction] | None = None
+    for line in text.splitlines():
+        if current is None:
+            header = _HEADER.match(line)
+            if header and not line.startswith("HloModule"):
+                current = []
+                computations[header.group(2)] = current
+                if header.group(1):
+                    computations["ENTRY"] = current
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        inst = _INSTRUCTION.match(line)
+        if not inst:
+            continue
+        rest = inst.group(2)
+        opcode = _OPCODE.search(rest)
+        if not opcode:
+            continue
+        inside, after = _split_operands(rest, opcode.end() - 1)
+        calls = re.search(r"calls=%?([\w.-]+)", after)
+        kind = re.search(r"kind=(\w+)", after)
+        current.append(Instruction(inst.group(1), opcode.group(1), re.findall(r"%([\w.-]+)", inside),
+                                   calls.group(1) if calls else None, kind.group(1) if kind else None))
+    if "ENTRY" not in computations:
+        raise ValueError("no ENTRY computation found in the HLO text")
+    return computations
+
+
+def hlo_ops(text: str) -> Counter:
+    """How many instructions of each opcode the entry computation runs (fused bodies count as one)."""
+    return Counter(inst.opcode for inst in parse_hlo(text)["ENTRY"])
+
+
+def count_fusions(text: str) -> int:
+    """Fusion instructions in the entry computation: each is one loop (or kernel) doing many ops."""
+    return hlo_ops(text)["fusion"]
+
+
+def describe(text: str) -> str:
+    """The entry computation one instruction per line, without shapes and metadata; a fusion lists
+    the operations it fused."""
+    comps = parse_hlo(text)
+    lines = []
+    for inst in comps["ENTRY"]:
+        line = f"{inst.name} = {inst.opcode}({', '.join(inst.operands)})"
+        if inst.opcode == "fusion" and inst.calls in comps:
+            fused = Counter(i.opcode for i in comps[inst.calls] if i.opcode != "parameter")
+            line += f"  [{inst.kind}: " + ", ".join(f"{op} x{n}" if n > 1 else op
+                                                     for op, n in sorted(fused.items())) + "]"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+# -- The profiler: XLA compilations and time per op -------------------------------------------------
+
+@dataclass
+class Trace:
+    """Events recorded by the TensorFlow profiler (read from the ``.xplane.pb`` it wrote)."""
+
+    logdir: Path
+    events: list[tuple[str, str, float]] = field(default_factory=list)  # (thread, name, seconds)
+
+    def load(self) -> "Trace":
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        files = sorted(self.logdir.glob("plugins/profile/*/*.xplane.pb"), key=lambda p: p.stat().st_mtime)
+        if not files:
+            raise RuntimeError(f"the profiler wrote no trace under {self.logdir}; is this TensorFlow "
+                               "build missing the profiler?")
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(files[-1].read_bytes())
+        self.events = []
+        for plane in space.planes:
+            names = {k: v.name for k, v in plane.event_metadata.items()}
+            for line in plane.lines:
+                self.events.extend((line.name, names.get(ev.metadata_id, ""), ev.duration_ps * 1e-12)
+                                   for ev in line.events)
+        return self
+
+    def compilations(self) -> int:
+        """How many XLA executables were compiled while the profiler ran."""
+        return sum(1 for _, name, _ in self.events if name.endswith("Compiler::RunBackend"))
+
+    def ops(self, top: int = 10) -> list[dict]:
+        """TensorFlow ops by total time, grouped by op type (``scope/name:Type`` events)."""
+        total: Counter = Counter()
+        calls: Counter = Counter()
+        for _, name, seconds in self.events:
+            m = re.fullmatch(r"[\w./-]+:(\w+)", name)
+            if m:
+                total[m.group(1)] += seconds
+                calls[m.group(1)] += 1
+        all_ops = sum(total.values()) or 1.0
+        return [{"op type": op, "calls": calls[op], "total (ms)": s * 1e3, "share of op time": s / all_ops}
+                for op, s in total.most_common(top)]
+
+
+@contextlib.contextmanager
+def profile(logdir: str | os.PathLike | None = None):
+    """Run the TensorFlow profiler around a block; the yielded ``Trace`` is filled when the block ends.
+
+    With ``logdir`` the trace is kept there for TensorBoard's Profile tab; without, a temporary
+    folder is used and removed.
+    """
+    tmp = tempfile.TemporaryDirectory() if logdir is None else None
+    path = Path(tmp.name if tmp else logdir)
+    path.mkdir(parents=True, exist_ok=True)
+    trace = Trace(path)
+    try:
+        tf.profiler.experimental.start(str(path))
+    except Exception as exc:
+        if tmp:
+            tmp.cleanup()
+        raise RuntimeError(f"could not start the TensorFlow profiler ({type(exc).__name__}: {exc}); "
+                           "only one profiling session can run at a time") from exc
+    try:
+        yield trace
+    finally:
+        tf.profiler.experimental.stop()
+        try:
+            trace.load()
+        finally:
+            if tmp:
+                tmp.cleanup()
+
+
+def count_compilations(fn: Callable, calls: Iterable[Sequence]) -> int:
+    """Call ``fn(*args)`` for each ``args`` in ``calls`` and count the XLA compilations they caused."""
+    with profile() as trace:
+        for args in calls:
+            bench.force(fn(*args))
+    return trace.compilations()
+
+
+def measure_and_count(fn: Callable[[], Any], *, name: str, repeats: int = 5,
+                      warmup: int = 1) -> tuple[bench.Timing, int]:
+    """``bench.measure`` of ``fn``, and the XLA compilations its first call caused (profiled apart,
+    so the profiler does not slow the steady state)."""
+    with profile() as trace:
+        first = bench.measure(fn, name=name, repeats=1, warmup=0, number=1)
+    timing = bench.measure(fn, name=name, repeats=repeats, warmup=warmup)
+    timing.first_call_s = first.first_call_s
+    return timing, trace.compilations()
+
+
+# -- Recompilation on new shapes, and how to avoid it ---------------------------------------------
+
+def masked_chain_mean(x, n):
+    """Mean of ``elementwise_chain(x)`` over the first ``n`` entries: padding past ``n`` changes nothing."""
+    mask = tf.range(tf.shape(x)[0]) < n
+    total = tf.reduce_sum(tf.where(mask, elementwise_chain(x), tf.zeros_like(x)))
+    return total / tf.cast(n, x.dtype)
+
+
+def bucket(n: int, buckets: Sequence[int]) -> int:
+    """The smallest bucket that holds ``n`` entries."""
+    for b in sorted(buckets):
+        if n <= b:
+            return b
+    raise ValueError(f"length {n} is larger than the largest bucket {max(buckets)}; add a bigger bucket")
+
+
+def pad_to_bucket(x, buckets: Sequence[int]):
+    """``x`` (1-D) zero-padded to its bucket's length, and its true length as an int32 tensor."""
+    x = tf.convert_to_tensor(x)
+    n = int(x.shape[0])
+    return tf.pad(x, [[0, bucket(n, buckets) - n]]), tf.constant(n, tf.int32)
+
+
+STRATEGIES = ("a new shape per call", "input_signature with None", "pad to buckets")
+BUCKETS = (256, 512, 1024, 2048)
+
+
+def _recompiling_function(strategy: str, buckets: Sequence[int]):
+    if strategy == "a new shape per call":
+        f = tf.function(masked_chain_mean, jit_compile=True)
+        return f, lambda x: f(x, tf.constant(int(x.shape[0]), tf.int32))
+    if strategy == "input_signature with None":
+        f = tf.function(masked_chain_mean, jit_compile=True,
+                        input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([], tf.int32)])
+        return f, lambda x: f(x, tf.constant(int(x.shape[0]), tf.int32))
+    if strategy == "pad to buckets":
+        f = tf.function(masked_chain_mean, jit_compile=True)
+        return f, lambda x: f(*pad_to_bucket(x, buckets))
+    raise ValueError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+
+
+def recompilations(lengths: Sequence[int], strategy: str, *, buckets: Sequence[int] = BUCKETS,
+                   seed: int = 0) -> dict:
+    """Call a jit-compiled function on vectors of ``lengths`` with one ``strategy``; count traces and
+    XLA compilations, and time the whole sequence the first time (compiling) and again (cached).
+    The profiler that counts compilations runs throughout, so every pass carries its small overhead."""
+    inputs = [tf.random.stateless_uniform([n], seed=(seed, i)) for i, n in enumerate(lengths)]
+    fn, call = _recompiling_function(strategy, buckets)
+    with profile() as trace:
+        timing = bench.measure(lambda: [call(x) for x in inputs], name=strategy, repeats=3, warmup=0)
+    return {"strategy": strategy, "calls": len(lengths), "distinct lengths": len(set(lengths)),
+            "traces": fn.experimental_get_tracing_count(), "XLA compilations": trace.compilations(),
+            "first pass (ms)": timing.first_call_s * 1e3, "cached pass (ms)": timing.median_s * 1e3}
+
+
+def recompilation_table(lengths: Sequence[int], *, buckets: Sequence[int] = BUCKETS) -> list[dict]:
+    """``recompilations`` for every strategy, as rows for ``bench.table``."""
+    return [recompilations(lengths, s, buckets=buckets) for s in STRATEGIES]
+
+
+# -- Where XLA wins and loses on a CPU ------------------------------------------------------------
+
+def elementwise_chain(x):
+    """Two dozen cheap elementwise ops: as separate kernels each reads and writes the whole tensor;
+    fused, XLA makes one pass over memory."""
+    y = x
+    for _ in range(6):
+        y = tf.maximum(y * 0.9 + 0.1 * x * x, -1.0)
+    return y
+
+
+def random_numbers(x):
+    """Mostly random-number generation (counter-based Philox), which TensorFlow's kernels vectorise
+    and spread over threads and XLA's CPU code does not do as well."""
+    return tf.random.stateless_normal(tf.shape(x), seed=(1, 2)) * 0.1 + x
+
+
+WORKLOADS: dict[str, Callable] = {"elementwise chain": elementwise_chain, "random numbers": random_numbers}
+
+
+def workload_input(n: int, seed: int = 0):
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a whole number of elements >= 1, got {n!r}")
+    return tf.random.stateless_uniform([int(n)], seed=(seed, 0), minval=-1.0, maxval=1.0)
+
+
+def _workload(name: str) -> Callable:
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
+    return WORKLOADS[name]
+
+
+def workload_variants(jit_variants: Mapping[str, bool] | None = None) -> dict[str, Callable[..., Callable]]:
+    """Builders for ``SpeedupWidget``: each takes ``workload`` and ``n`` and returns the call to time,
+    compiled fresh (so the first call shows what tracing or compiling costs)."""
+    jit_variants = jit_variants or {"graph (tf.function)": False, "XLA (jit_compile=True)": True}
+
+    def builder(jit_compile: bool):
+        def build(workload: str = "elementwise chain", n: int = 1_000_000):
+            fn = tf.function(_workload(workload), jit_compile=jit_compile)
+            x = workload_input(n)
+            return lambda: fn(x)
+        return build
+
+    return {name: builder(flag) for name, flag in jit_variants.items()}
+
+
+def speedup_widget(n_choices: Sequence[int] = (16, 10_000, 1_000_000), *, repeats: int = 5):
+    """The live widget comparing graph and XLA on each workload and size."""
+    from course_lib.widgets import SpeedupWidget
+
+    return SpeedupWidget(workload_variants(), sizes={"workload": list(WORKLOADS), "n": list(n_choices)},
+                         baseline="graph (tf.function)", title="XLA vs graph on this CPU", repeats=repeats)
+
+
+def break_even_calls(comparison: bench.Comparison, variant: str, over: str | None = None) -> float:
+    """How many calls it takes for ``variant``'s faster steady state to pay back its slower first call
+    (compilation); ``inf`` when it is not faster, 0 when its first call is not slower."""
+    over = over or comparison.baseline
+    a, b = comparison[variant], comparison[over]
+    extra = a.first_call_s - b.first_call_s
+    saving = b.median_s - a.median_s
+    if extra <= 0:
+        return 0.0
+    return float("inf") if saving <= 0 else extra / saving
+
+
+# -- Auto-clustering, in a process started with the flags -------------------------------------------
+
+def run_with_flags(target: str, flags: str = AUTO_JIT_FLAGS, *, timeout: float = 600, **kwargs) -> Any:
+    """Run ``module:function(**kwargs)`` in a fresh Python whose TensorFlow starts with
+    ``TF_XLA_FLAGS=flags``; return what it returned (anything JSON can carry)."""
+    if ":" not in target:
+        raise ValueError(f"target must be 'module:function', got {target!r}")
+    env = dict(os.environ, TF_XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2")
+    cmd = [sys.executable, "-m", "course_lib.xla", target, json.dumps(kwargs)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise RuntimeError(f"{target} with TF_XLA_FLAGS={flags!r} failed (exit code {proc.returncode}):\n{tail}")
+    return json.loads(lines[-1])
+
+
+def timing_from_dict(d: Mapping) -> bench.Timing:
+    """A ``bench.Timing`` back from ``Timing.to_dict()`` (how a subprocess reports one)."""
+    return bench.Timing(name=d["name"], first_call_s=d["first_call_s"], times_s=list(d["times_s"]),
+                        number=d["number"])
+
+
+def auto_clustered_worker(workload: str, n: int, repeats: int = 5) -> dict:
+    """Runs inside ``run_with_flags``: a plain tf.function of the workload (auto-clustered when the
+    process started with the flags), its timing and its XLA compilations."""
+    fn = tf.function(_workload(workload))
+    x = workload_input(n)
+    timing, compilations = measure_and_count(lambda: fn(x), name="auto-clustering", repeats=repeats)
+    return {"timing": timing.to_dict(), "compilations": compilations,
+            "flags": os.environ.get("TF_XLA_FLAGS", "")}
+
+
+def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repeats: int = 5,
+                flags: str = AUTO_JIT_FLAGS) -> bench.Comparison:
+    """Graph, ``jit_compile=True`` and auto-clustering (in a subprocess) on one workload.
+
+    ``params`` of the result records how many XLA compilations each XLA variant caused.
+    """
+    variants = workload_variants()
+    graph = bench.measure(variants["graph (tf.function)"](workload, n), name="graph (tf.function)",
+                          repeats=repeats)
+    jitted, jit_compiles = measure_and_count(variants["XLA (jit_compile=True)"](workload, n),
+                                             name="XLA (jit_compile=True)", repeats=repeats)
+    auto = run_with_flags("course_lib.xla:auto_clustered_worker", flags, workload=workload, n=n,
+                          repeats=repeats)
+    timing = timing_from_dict(auto["timing"])
+    timing.name = "XLA auto-clustering (subprocess)"
+    return bench.Comparison([graph, jitted, timing], baseline="graph (tf.function)", machine=bench.machine(),
+                            title=f"jit_compile vs auto-clustering: {workload}, n={n:,}",
+                            params={"workload": workload, "n": n, "TF_XLA_FLAGS": flags,
+                                    "compilations with jit_compile": jit_compiles,
+                                    "compilations with auto-clustering": auto["compilations"]})
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m course_lib.xla module:function '{"kw": ...}'``: print the function's result as JSON."""
+    if len(argv) != 2:
+        print("usage: python -m course_lib.xla module:function JSON_KWARGS", file=sys.stderr)
+        return 2
+    module, _, func = argv[0].partition(":")
+    result = getattr(importlib.import_module(module), func)(**json.loads(argv[1]))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,162 @@
+"""XLA demos of lecture 07: HLO and fusion, recompilation counts, numerics, auto-clustering."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import bench, xla
+
+
+@pytest.fixture(scope="module")
+def x():
+    return xla.workload_input(1000)
+
+
+@pytest.fixture(scope="module")
+def hlo_texts(x):
+    return xla.hlo(xla.elementwise_chain, x), xla.hlo(xla.elementwise_chain, x, stage="optimized_hlo")
+
+
+def test_optimised_hlo_fuses_the_chain_into_one_loop(hlo_texts):
+    before, after = hlo_texts
+    assert xla.count_fusions(before) == 0
+    assert xla.count_fusions(after) == 1
+    ops_before, ops_after = xla.hlo_ops(before), xla.hlo_ops(after)
+    assert ops_before["multiply"] == 18 and ops_before["maximum"] == 6
+    assert ops_after["multiply"] == 0 and sum(ops_after.values()) < sum(ops_before.values())
+    assert "fusion" in after and "kind=kLoop" in after
+
+
+def test_describe_lists_what_a_fusion_fused(hlo_texts):
+    text = xla.describe(hlo_texts[1])
+    fusion_line = [line for line in text.splitlines() if "= fusion(" in line][0]
+    assert "kLoop" in fusion_line and "maximum x6" in fusion_line and "multiply" in fusion_line
+
+
+def test_hlo_accepts_a_jit_tf_function_and_a_tensor_spec():
+    f = tf.function(lambda v: v * 2.0 + 1.0, jit_compile=True)
+    text = xla.hlo(f, tf.TensorSpec([4], tf.float32), stage="optimized_hlo")
+    assert xla.count_fusions(text) == 1
+
+
+def test_bad_stage_and_non_hlo_text_are_refused(x):
+    with pytest.raises(ValueError, match="unknown stage 'llvm'"):
+        xla.hlo(xla.elementwise_chain, x, stage="llvm")
+    with pytest.raises(ValueError, match="not HLO text"):
+        xla.hlo_ops("hello")
+
+
+def test_xla_and_graph_agree_numerically(x):
+    eager = xla.elementwise_chain(x).numpy()
+    graph = tf.function(xla.elementwise_chain)(x).numpy()
+    compiled = xla.jit(xla.elementwise_chain)(x).numpy()
+    np.testing.assert_allclose(graph, eager, rtol=1e-6)
+    np.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
+
+
+def test_padding_does_not_change_the_masked_mean(x):
+    n = tf.constant(1000, tf.int32)
+    plain = xla.masked_chain_mean(x, n).numpy()
+    padded = xla.jit(xla.masked_chain_mean)(*xla.pad_to_bucket(x, (512, 1024))).numpy()
+    assert padded == pytest.approx(plain, rel=1e-5)
+    assert plain == pytest.approx(float(np.mean(xla.elementwise_chain(x).numpy())), rel=1e-5)
+
+
+def test_buckets():
+    assert xla.bucket(300, (256, 512)) == 512
+    assert xla.bucket(256, (512, 256)) == 256
+    with pytest.raises(ValueError, match="larger than the largest bucket 512"):
+        xla.bucket(600, (256, 512))
+    padded, n = xla.pad_to_bucket(tf.ones([300]), (256, 512))
+    assert padded.shape == (512,) and int(n) == 300
+
+
+LENGTHS = [300, 301, 302, 700, 300]
+
+
+def test_new_shapes_recompile_every_time():
+    r = xla.recompilations(LENGTHS, "a new shape per call")
+    assert (r["distinct lengths"], r["traces"], r["XLA compilations"]) == (4, 4, 4)
+
+
+def test_input_signature_traces_once_but_xla_still_compiles_per_shape():
+    r = xla.recompilations(LENGTHS, "input_signature with None")
+    assert (r["traces"], r["XLA compilations"]) == (1, 4)
+
+
+def test_padded_shapes_do_not_recompile():
+    r = xla.recompilations(LENGTHS, "pad to buckets", buckets=(512, 1024))
+    assert r["XLA compilations"] == 2  # one per bucket used: 512 and 1024
+    r = xla.recompilations([300, 301, 302, 310, 300], "pad to buckets", buckets=(512, 1024))
+    assert r["XLA compilations"] == 1
+
+
+def test_recompilation_table_and_unknown_strategy():
+    rows = xla.recompilation_table([10, 11], buckets=(16,))
+    assert [r["strategy"] for r in rows] == list(xla.STRATEGIES)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        xla.recompilations([10], "hope")
+
+
+def test_count_compilations_counts_one_per_shape():
+    f = xla.jit(lambda v: v + 1.0)
+    calls = [(tf.ones([3]),), (tf.ones([3]),), (tf.ones([5]),)]
+    assert xla.count_compilations(f, calls) == 2
+    assert xla.count_compilations(f, calls) == 0  # all cached now
+    assert xla.count_compilations(tf.function(lambda v: v + 1.0), calls) == 0  # no XLA at all
+
+
+def test_profile_trace_lists_tensorflow_ops():
+    f = tf.function(lambda a: tf.matmul(a, a))
+    a = tf.ones([64, 64])
+    f(a)
+    with xla.profile() as trace:
+        f(a).numpy()
+    assert any("MatMul" in r["op type"] for r in trace.ops())
+
+
+def test_widget_variants_build_and_compare():
+    w = xla.speedup_widget(n_choices=(16, 1000), repeats=1)
+    result = w.run(workload="random numbers", n=16)
+    assert result.names == ["graph (tf.function)", "XLA (jit_compile=True)"]
+    with pytest.raises(ValueError, match="unknown workload 'sorting'"):
+        xla.workload_variants()["graph (tf.function)"](workload="sorting", n=4)
+
+
+def test_workload_input_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="n must be a whole number"):
+        xla.workload_input(0)
+
+
+def _timing(name, first, median):
+    return bench.Timing(name=name, first_call_s=first, times_s=[median], number=1)
+
+
+def test_break_even_calls():
+    c = bench.Comparison([_timing("graph", 0.02, 0.010), _timing("xla", 0.12, 0.005), _timing("slow", 0.1, 0.02),
+                          _timing("cheap", 0.01, 0.02)], baseline="graph")
+    assert xla.break_even_calls(c, "xla") == pytest.approx(20)
+    assert math.isinf(xla.break_even_calls(c, "slow"))
+    assert xla.break_even_calls(c, "cheap") == 0.0
+
+
+def test_auto_clustering_needs_the_cpu_flag_on_a_cpu():
+    gpu_only = xla.run_with_flags("course_lib.xla:auto_clustered_worker", "--tf_xla_auto_jit=2",
+                                  workload="elementwise chain", n=100, repeats=1)
+    assert gpu_only["compilations"] == 0 or tf.config.list_physical_devices("GPU")
+
+
+def test_jit_vs_auto_compares_three_variants_with_compilation_counts():
+    c = xla.jit_vs_auto(n=1000, repeats=1)
+    assert c.names == ["graph (tf.function)", "XLA (jit_compile=True)", "XLA auto-clustering (subprocess)"]
+    assert c.params["compilations with jit_compile"] == 1
+    assert c.params["compilations with auto-clustering"] >= 1
+
+
+def test_run_with_flags_reports_failures():
+    with pytest.raises(ValueError, match="module:function"):
+        xla.run_with_flags("no_colon")
+    with pytest.raises(RuntimeError, match="failed"):
+        xla.run_with_flags("course_lib.xla:no_such_function")
