@@ -1,0 +1,86 @@
+"""The deep thin MLP: three ways to write it compute one function; shapes; training."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib.models import deep_thin as dt
+
+
+@pytest.fixture(scope="module")
+def models():
+    return dt.same_function(depth=40, seed=3)
+
+
+def test_three_kinds_compute_the_same_function(models):
+    x = tf.random.stateless_normal([8, 4], seed=[1, 2])
+    reference = models["sequential"](x).numpy()
+    assert reference.std() > 1e-3, "the signal must survive the depth, or equality proves nothing"
+    for kind, model in models.items():
+        np.testing.assert_allclose(model(x).numpy(), reference, rtol=1e-6, atol=1e-7, err_msg=kind)
+    np.testing.assert_allclose(dt.generated_forward(models["functional"])(x).numpy(), reference,
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tf.function(models["functional"], jit_compile=True)(x).numpy(), reference,
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_different_weights_give_a_different_function():
+    a, b = dt.build("sequential", 10, seed=0), dt.build("subclassed", 10, seed=1)
+    x = tf.ones([2, 4])
+    assert not np.allclose(a(x).numpy(), b(x).numpy())
+    dt.copy_weights(a, b)
+    np.testing.assert_allclose(a(x).numpy(), b(x).numpy(), rtol=1e-6)
+
+
+def test_shapes_and_layer_order(models):
+    for kind, model in models.items():
+        assert model(tf.zeros([5, 4])).shape == (5, 4), kind
+        layers = dt.dense_layers(model)
+        assert [layer.name for layer in layers[:3]] == ["dense_0000", "dense_0001", "dense_0002"], kind
+        assert len(layers) == 40 and len(model.trainable_variables) == 80, kind
+    wide = dt.build("functional", depth=3, width=6)
+    assert wide(tf.zeros([2, 6])).shape == (2, 6)
+
+
+def test_generated_source_has_one_line_per_layer():
+    source = dt.forward_source(dt.functional(depth=3))
+    assert source.splitlines() == [
+        "def forward(x, w):",
+        "    x = tf.tanh(tf.matmul(x, w[0]) + w[1])",
+        "    x = tf.tanh(tf.matmul(x, w[2]) + w[3])",
+        "    x = tf.tanh(tf.matmul(x, w[4]) + w[5])",
+        "    return x",
+    ]
+    assert "tf.nn.relu" in dt.forward_source(dt.functional(depth=2, activation="relu"))
+    assert "tanh" not in dt.forward_source(dt.functional(depth=2, activation="linear"))
+
+
+@pytest.mark.parametrize("kind", dt.KINDS)
+def test_a_few_steps_lower_the_loss(kind):
+    x, y = dt.toy_data(n=128)
+    losses = dt.train(dt.build(kind, depth=8), x, y, steps=8)
+    assert len(losses) == 8 and losses[-1] < losses[0]
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="unknown kind"):
+        dt.build("recurrent")
+    with pytest.raises(ValueError, match="depth must be"):
+        dt.sequential(depth=0)
+    with pytest.raises(ValueError, match="unknown activation"):
+        dt.functional(depth=2, activation="swish")
+    with pytest.raises(ValueError, match="same depth"):
+        dt.copy_weights(dt.sequential(3), dt.functional(4))
+    with pytest.raises(ValueError, match="same width"):
+        dt.copy_weights(dt.sequential(3, width=4), dt.functional(3, width=5))
+
+
+def test_every_variant_builds_a_callable_of_the_right_shape():
+    builders = dt.variants()
+    assert list(builders) == ["Sequential, eager", "Functional, eager", "subclassed, eager",
+                              "generated ops, eager", "tf.function", "tf.function + XLA"]
+    outputs = [builder(depth=6, batch=3)().numpy() for builder in builders.values()]
+    for out in outputs:
+        assert out.shape == (3, 4)
+    for out in outputs[1:]:
+        np.testing.assert_allclose(out, outputs[1], rtol=1e-4, atol=1e-6)

@@ -1,0 +1,138 @@
+"""The g2p model: data, shapes, training, and inference paths that agree on the same weights."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib.models import g2p
+
+
+@pytest.fixture(scope="module")
+def lexicon():
+    return g2p.load_lexicon(300, seed=1)
+
+
+@pytest.fixture(scope="module")
+def trained(lexicon, tmp_path_factory):
+    """A small model trained briefly, its weights file, and words it did not see."""
+    train, held = lexicon.split(40)
+    result = g2p.trained(train, steps=40, batch_size=32, embed_dim=16, units=32,
+                         cache_dir=tmp_path_factory.mktemp("g2p"))
+    return result, held
+
+
+def test_lexicon_is_reproducible_and_plain(lexicon):
+    again = g2p.load_lexicon(300, seed=1)
+    assert again.words == lexicon.words and again.phonemes == lexicon.phonemes
+    assert len(lexicon) == 300
+    assert all(w.isalpha() and w.islower() and 2 <= len(w) <= 10 for w in lexicon.words)
+    symbols = set(g2p.phoneme_symbols())
+    assert all(p in symbols for phones in lexicon.phonemes for p in phones)
+    assert g2p.load_lexicon(300, seed=2).words != lexicon.words
+
+
+def test_lexicon_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="n_words must be between"):
+        g2p.load_lexicon(0)
+    with pytest.raises(ValueError, match="max_letters"):
+        g2p.load_lexicon(10, max_letters=40)
+
+
+def test_encoding_pads_and_ends_words():
+    x = g2p.encode_words(["ab", "cat"])
+    assert x.shape == (2, 4) and x.dtype == np.int32
+    end = g2p.GRAPHEMES.index(g2p.END)
+    assert list(x[0]) == [g2p.GRAPHEMES.index("a"), g2p.GRAPHEMES.index("b"), end, 0]
+    y = g2p.encode_phonemes([["K", "AE1", "T"]])
+    assert y[0, 0] == g2p.START_ID and y[0, -1] == g2p.END_ID and y.shape == (1, 5)
+    assert g2p.to_phonemes(y[:, 1:]) == [["K", "AE1", "T"]]
+    with pytest.raises(TypeError, match="list of words"):
+        g2p.encode_words("cat")
+    with pytest.raises(ValueError, match="1 to 12 letters"):
+        g2p.encode_words(["x" * 13])
+
+
+def test_shapes():
+    model = g2p.build(embed_dim=8, units=16)
+    x = tf.constant(g2p.encode_words(["hello", "to"]))
+    annotations, mask, state = model.encode(x)
+    assert annotations.shape == (2, 6, 16) and mask.shape == (2, 6) and state.shape == (2, 16)
+    logits = model((x, tf.fill([2, 3], g2p.START_ID)))
+    assert logits.shape == (2, 3, len(g2p.phoneme_symbols()))
+    step_logits, new_state = model.step(tf.fill([2], g2p.START_ID), state, annotations, mask)
+    assert step_logits.shape == (2, len(g2p.phoneme_symbols())) and new_state.shape == (2, 16)
+    with pytest.raises(ValueError, match="units must be even"):
+        g2p.G2P(units=15)
+
+
+def test_a_few_training_steps_lower_the_loss(lexicon):
+    model = g2p.build(embed_dim=16, units=32)
+    losses = g2p.train(model, lexicon, steps=15, batch_size=32)
+    assert len(losses) == 15
+    assert np.mean(losses[-3:]) < losses[0]
+
+
+def test_all_inference_paths_give_identical_phonemes(trained, tmp_path):
+    result, held = trained
+    saved = g2p.export_saved_model(result.model, tmp_path / "g2p")
+    fns = g2p.paths(result.model, saved_model=saved)
+    assert list(fns) == ["naive, eager", "naive, tf.function", "one graph", "SavedModel, reloaded"]
+    outputs = {name: g2p.predict(fn, held.words) for name, fn in fns.items()}
+    reference = outputs["one graph"]
+    for name, phones in outputs.items():
+        assert phones == reference, name
+    assert all(len(p) <= g2p.MAX_PHONES for p in reference)
+    one_at_a_time = [g2p.predict(fns["one graph"], [w])[0] for w in held.words[:10]]
+    assert one_at_a_time == reference[:10]
+
+
+def test_saved_model_reload_gives_the_same_ids(trained, tmp_path):
+    result, held = trained
+    x = tf.constant(g2p.encode_words(held.words[:5]))
+    saved = g2p.export_saved_model(result.model, tmp_path / "g2p")
+    reloaded = g2p.load_saved_model(saved)
+    np.testing.assert_array_equal(reloaded(x).numpy(), g2p.greedy_decoder(result.model)(x).numpy())
+    with pytest.raises(FileNotFoundError, match="no SavedModel"):
+        g2p.load_saved_model(tmp_path / "missing")
+
+
+def test_weights_round_trip_and_cache(trained, lexicon):
+    result, held = trained
+    assert not result.cached and result.weights.exists()
+    again = g2p.trained(lexicon.split(40)[0], steps=40, batch_size=32, embed_dim=16, units=32,
+                        cache_dir=result.weights.parent)
+    assert again.cached and again.losses == result.losses
+    assert g2p.predict(g2p.greedy_decoder(again.model), held.words) == \
+        g2p.predict(g2p.greedy_decoder(result.model), held.words)
+    with pytest.raises(FileNotFoundError, match="no g2p weights"):
+        g2p.load_weights(result.weights.parent / "nothing.npz")
+
+
+def test_latency_table_has_a_row_per_path_and_a_column_per_batch_size(trained):
+    result, held = trained
+    table = g2p.latency_table({"one graph": g2p.greedy_decoder(result.model)}, held.words, (1, 3), repeats=1)
+    assert list(table.comparisons) == [1, 3]
+    (row,) = table.rows()
+    assert row["path"] == "one graph" and row["1 word (ms)"] > 0 and row["speedup"] == "1.0x / 1.0x"
+    assert "<table>" in table._repr_html_()
+    with pytest.raises(ValueError, match="need at least 50 words"):
+        g2p.latency_table({}, held.words[:5], (1, 50))
+
+
+def test_thread_settings_run_in_a_fresh_process(trained):
+    result, held = trained
+    with pytest.raises(ValueError, match="unknown keys"):
+        g2p.thread_comparison(result.weights, held.words, settings={"bad": {"threads": 1}})
+    table = g2p.thread_comparison(result.weights, held.words, (1, 2), repeats=1,
+                                  settings={"1 thread": {"intra": 1, "inter": 1, "omp": 1}})
+    assert [r["path"] for r in table.rows()] == ["1 thread"]
+    assert table.ms("1 thread", 2) > 0
+
+
+def test_published_figures_are_labelled_as_the_studys():
+    rows = g2p.study_rows()
+    assert [r["speedup, as published"] for r in rows] == ["1.18x", "0.19x (slower)", "5.9x", "no change",
+                                                          "6.05x", "6.19x"]
+    assert "not measured here" in g2p.STUDY_SOURCE
+    assert {r["what"] for r in g2p.wheel_report()} >= {"CPU features the processor has",
+                                                       "oneDNN (formerly MKL-DNN) kernels"}
