@@ -22,8 +22,12 @@ lectures: $(STAMP) kernel
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Extra `jupyter lab` options, e.g. `make lab LAB_ARGS=--no-browser`; JUPYTER_PORT and JUPYTER_TOKEN
+# in the environment pick the port and the token (tests/test_browser.py sets all three).
+LAB_ARGS ?=
+
 lab: $(STAMP) kernel
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab notebooks $(LAB_ARGS)
 
 clean:
 	rm -rf build

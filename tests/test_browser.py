@@ -1,0 +1,254 @@
+"""The course in a real JupyterLab: lecture 00 and its live speedup widget, solution 00, `make lab`.
+
+papermill and nbval run the notebooks without a browser; this test proves that they also work
+where the reader uses them. It starts Lab on 127.0.0.1 (token on, free port, throw-away settings
+and runtime folders; see course_lib.lab), drives it with Playwright in the system's headless
+Chromium (installed with apt-get when missing and we are root; never downloaded by Playwright),
+runs every cell, presses the widget's Run button, and saves screenshots under build/screenshots/.
+It skips only where Chromium is absent and cannot be installed.
+
+Notebooks run from copies with their outputs stripped, so everything checked was produced live
+and Lab's autosave never touches the committed notebooks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from playwright.sync_api import Error as PlaywrightError, Page, expect, sync_playwright
+
+from course_lib import lab
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LECTURE, SOLUTION = "00_welcome_and_setup.ipynb", "solutions/00_welcome_and_setup.ipynb"
+WIDGET = ".widget-vbox:has(> .widget-hbox button.widget-button)"  # the SpeedupWidget's outer box
+
+# JavaScript run in the page; `window.jupyterapp` exists because the server runs with
+# --expose-app-in-browser, so the checks read Lab's notebook model rather than guess from pixels.
+JS_NOTEBOOK_READY = """path => {
+    const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = nb && nb.context && nb.context.path === path && nb.sessionContext.session
+        && nb.sessionContext.session.kernel;
+    return !!kernel && kernel.status === 'idle';
+}"""
+JS_ALL_RAN = """() => {
+    const nb = window.jupyterapp.shell.currentWidget, cells = nb.content.model.cells;
+    for (let i = 0; i < cells.length; i++) {
+        const c = cells.get(i);
+        if (c.type === 'code' && !c.executionCount) return false;
+    }
+    return nb.sessionContext.session.kernel.status === 'idle';
+}"""
+JS_CODE_CELLS = """() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells, found = [];
+    for (let i = 0; i < cells.length; i++) {
+        const c = cells.get(i);
+        if (c.type !== 'code') continue;
+        const outputs = [];
+        for (let j = 0; j < c.outputs.length; j++) outputs.push(c.outputs.get(j).toJSON());
+        found.push({index: i, tags: c.getMetadata('tags') || [], outputs});
+    }
+    return found;
+}"""
+JS_KERNEL_PRINT = """async code => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    const future = kernel.requestExecute({code, store_history: false});
+    let text = '';
+    future.onIOPub = msg => {
+        if (msg.header.msg_type === 'stream') text += msg.content.text;
+        if (msg.header.msg_type === 'error') text += `${msg.content.ename}: ${msg.content.evalue}`;
+    };
+    await future.done;
+    return text;
+}"""
+
+
+# -- set-up: Chromium, the browser, one Lab for the notebooks ---------------------------------------
+
+def _apt_get(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=120", *args], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """The system's Chromium, installed from the distribution's packages when missing."""
+    if not CHROMIUM.exists():
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            pytest.skip(f"browser test skipped: {CHROMIUM} is missing and cannot be installed here "
+                        "(needs root and apt-get); install it with `apt-get install -y chromium`")
+        done = _apt_get("install", "-y", "--no-install-recommends", "chromium")
+        if done.returncode != 0:  # package lists missing or stale
+            _apt_get("update")
+            done = _apt_get("install", "-y", "--no-install-recommends", "chromium")
+        if done.returncode != 0 or not CHROMIUM.exists():
+            pytest.skip(f"browser test skipped: `apt-get install chromium` failed: {done.stderr.strip()[-500:]}")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Lab serving stripped copies of lecture 00 and solution 00."""
+    root = tmp_path_factory.mktemp("lab-root")
+    for src, dest in [(ROOT / "notebooks" / LECTURE, root / LECTURE), (ROOT / SOLUTION, root / SOLUTION)]:
+        nb = nbformat.read(src, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        nb.metadata.pop("widgets", None)
+        dest.parent.mkdir(exist_ok=True)
+        nbformat.write(nb, dest)
+    # The kernel should see what a reader's kernel sees: conftest's headless Agg backend would
+    # hide inline figures.
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    with lab.running(root, env=env, expose_app=True) as srv:
+        yield srv
+    assert not lab.is_listening(int(srv.url.rsplit(":", 1)[1].strip("/"))), "Lab still listens after stop"
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        try:  # free the kernel's memory and cores for the next test
+            page.evaluate("() => window.jupyterapp && window.jupyterapp.serviceManager.sessions.shutdownAll()")
+        except PlaywrightError:
+            pass
+        context.close()
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+def open_and_run_all(page: Page, server: lab.Server, path: str) -> list[dict]:
+    """Open ``path`` in Lab, run all cells from the Run menu, wait for the kernel; return the code cells."""
+    page.goto(server.link(f"lab/workspaces/{Path(path).stem}-{secrets.token_hex(4)}/tree/{path}"))  # fresh workspace
+    page.wait_for_function(JS_NOTEBOOK_READY, arg=path, timeout=60_000)
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # room for the widget
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+    page.wait_for_function(JS_ALL_RAN, timeout=90_000, polling=250)
+    cells = page.evaluate(JS_CODE_CELLS)
+    errors = [f"cell {c['index']}: {o['ename']}: {o['evalue']}"
+              for c in cells for o in c["outputs"] if o["output_type"] == "error"]
+    assert not errors, "cells raised in Lab:\n" + "\n".join(errors)
+    assert page.get_by_text("Error displaying widget").count() == 0
+    return cells
+
+
+def shoot(page: Page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / name
+    page.screenshot(path=str(path))
+    return path
+
+
+# -- the tests -------------------------------------------------------------------------------------------
+
+@pytest.mark.timeout(120, func_only=True)
+def test_lecture_00_widget_runs_in_lab(page, server):
+    open_and_run_all(page, server, LECTURE)
+
+    widget = page.locator(WIDGET)
+    expect(widget).to_have_count(1)
+    table, chart = widget.locator(".widget-html-content table"), widget.locator(".widget-output img")
+    progress = widget.locator(".widget-hprogress")
+    expect(table.locator("tr")).to_have_count(5)  # header + NumPy, TF eager, tf.function, XLA from run(n=N)
+    expect(progress.locator(".widget-label")).to_have_text("done")
+    assert chart.evaluate("img => img.naturalWidth") > 0, "the widget's chart is empty"
+    table_before, chart_before = table.inner_html(), chart.get_attribute("src")
+
+    # Use the controls as a reader would: drop XLA, one size smaller, Run.
+    widget.locator(".widget-checkbox", has_text="XLA").locator("input").uncheck()
+    slider = widget.locator(".widget-slider")
+    slider.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowLeft")
+    expect(slider.locator(".widget-readout")).to_have_text("100000")
+    widget.locator("button.widget-button", has_text="Run").click()
+
+    expect(table.locator("tr")).to_have_count(4, timeout=60_000)  # header + three variants
+    expect(progress.locator(".widget-label")).to_have_text("done", timeout=60_000)
+    expect(widget.locator("button.widget-button")).to_be_enabled()
+    assert progress.locator(".progress-bar").evaluate("b => b.style.width") == "100%"
+    assert "XLA" not in table.inner_html() and table.inner_html() != table_before
+    assert chart.get_attribute("src") != chart_before, "Run did not redraw the chart"
+    assert chart.evaluate("img => img.naturalWidth") > 0
+    # The kernel measured what the controls said.
+    measured = page.evaluate(JS_KERNEL_PRINT, "print(widget.result.names, widget.result.params)")
+    assert measured.strip() == "['NumPy', 'TF eager', 'tf.function'] {'n': 100000}", measured
+
+    widget.evaluate("box => box.scrollIntoView({block: 'start'})")
+    page.mouse.move(0, 0)  # no hover highlight in the picture
+    shoot(page, "lecture00.png")
+
+
+@pytest.mark.timeout(90, func_only=True)
+def test_solution_00_checkers_pass_in_lab(page, server):
+    cells = open_and_run_all(page, server, SOLUTION)
+    checks = [c for c in cells if "check" in c["tags"]]
+    assert len(checks) >= 2, f"expected at least two checker cells, found {len(checks)}"
+    for c in checks:
+        text = "".join(o.get("text", "") for o in c["outputs"] if o["output_type"] == "stream")
+        assert "✓" in text and "✗" not in text, f"checker in cell {c['index']} printed: {text!r}"
+    passed = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-OutputArea-output", has_text="✓"))
+    expect(passed).to_have_count(len(checks))  # what the reader sees, not only the model
+    passed.last.scroll_into_view_if_needed()
+    shoot(page, "solution00.png")
+
+
+@pytest.mark.timeout(120, func_only=True)
+def test_make_lab_serves_the_course(page, tmp_path):
+    """`make lab` as the README runs it (bootstrap skipped: -o the venv stamp; BIN = this interpreter's)."""
+    port, token = lab.free_port(), secrets.token_hex(24)
+    env = lab.isolated_env(tmp_path, token)
+    env.update(JUPYTER_PORT=str(port), JUPYTER_PORT_RETRIES="0")  # `make kernel` registers into tmp_path/data
+    args = "--no-browser" + (" --allow-root" if os.geteuid() == 0 else "")
+    cmd = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab",
+           f"BIN={Path(sys.executable).parent}", f"LAB_ARGS={args}"]
+    log = tmp_path / "make-lab.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    url, started = f"http://127.0.0.1:{port}/", []
+    try:
+        lab.wait_until_ready(process, url, token, timeout=90, log=log)
+        started = psutil.Process(process.pid).children(recursive=True)
+        assert any("jupyter" in " ".join(p.cmdline()) for p in started), "make lab started no Jupyter"
+        srv = lab.Server(url, token, process, log)
+        assert b"JupyterLab" in srv.get("lab")
+        served = {item["name"] for item in json.loads(srv.get("api/contents"))["content"]}
+        assert LECTURE in served, f"make lab does not serve notebooks/: {sorted(served)}"
+        assert "tf-perf-course" in json.loads(srv.get("api/kernelspecs"))["kernelspecs"]
+        page.goto(srv.link("lab"))
+        expect(page.locator(".jp-DirListing-itemText", has_text=LECTURE)).to_be_visible(timeout=60_000)
+        shoot(page, "make_lab.png")
+    finally:
+        lab.stop(process)
+    assert not lab.is_listening(port), f"port {port} still answers after make lab was stopped"
+    assert not [p for p in started if p.is_running()], "make lab left processes behind"
