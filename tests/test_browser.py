@@ -19,6 +19,8 @@ import secrets
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -170,6 +172,25 @@ def shoot(page: Page, name: str) -> Path:
 
 
 # -- the tests -------------------------------------------------------------------------------------------
+
+@pytest.mark.timeout(60, func_only=True)
+def test_lab_server_answers_with_token_and_stops(tmp_path):
+    """course_lib.lab alone (no browser needed): token enforced, settings written, nothing left listening."""
+    with pytest.raises(FileNotFoundError, match="not a folder"):
+        with lab.running(tmp_path / "missing"):
+            pass
+    with pytest.raises(ValueError, match="should look like"):
+        lab.write_settings(tmp_path, {"no-plugin-name": {}})
+    with lab.running(tmp_path) as srv:
+        port = int(srv.url.rsplit(":", 1)[1].strip("/"))
+        assert srv.url.startswith("http://127.0.0.1:") and lab.is_listening(port)
+        assert json.loads(srv.get("api/status"))["kernels"] == 0
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(srv.url + "api/status", timeout=10)  # no token, no answer
+        notification = json.loads(srv.get("lab/api/settings/@jupyterlab/apputils-extension:notification"))
+        assert notification["settings"]["fetchNews"] == "false"
+    assert srv.process.poll() is not None and not lab.is_listening(port)
+
 
 @pytest.mark.timeout(120, func_only=True)
 def test_lecture_00_widget_runs_in_lab(page, server):
