@@ -24,7 +24,8 @@ test: $(STAMP)
 
 # Extra `jupyter lab` options, e.g. `make lab LAB_ARGS=--no-browser`; JUPYTER_PORT and JUPYTER_TOKEN
 # in the environment pick the port and the token (tests/test_browser.py sets all three).
-LAB_ARGS ?=
+# Jupyter refuses to run as root unless told; containers and CI often are root.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: $(STAMP) kernel
 	$(BIN)/jupyter lab notebooks $(LAB_ARGS)

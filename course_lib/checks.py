@@ -23,6 +23,9 @@ class CheckResult:
     def __repr__(self) -> str:
         return self.message
 
+    def _ipython_display_(self) -> None:
+        """Shown once: ``check`` already printed the message, so a notebook displays nothing more."""
+
 
 def check(title: str, test: Callable[[], object], *, hint: str) -> CheckResult:
     """Run ``test``; print and return whether the exercise ``title`` is solved.

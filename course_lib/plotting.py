@@ -39,8 +39,9 @@ def speedup_bars(comparison, ax=None):
     ax.set_xlabel(f"speedup over {comparison.baseline} (median, quartiles)")
     if comparison.title:
         ax.set_title(comparison.title)
-    for y, v in enumerate(values):
-        ax.annotate(f"{v:.2f}x", (v, y), xytext=(4, 0), textcoords="offset points", va="center")
+    for y, (v, up) in enumerate(zip(values, upper)):
+        ax.annotate(f"{v:.2f}x", (v + up, y), xytext=(4, 0), textcoords="offset points", va="center")
+    ax.margins(x=0.15)
     return ax
 
 
