@@ -116,7 +116,13 @@ def test_latency_table_has_a_row_per_path_and_a_column_per_batch_size(trained):
     assert row["path"] == "one graph" and row["1 word (ms)"] > 0 and row["speedup"] == "1.0x / 1.0x"
     assert "<table>" in table._repr_html_()
     with pytest.raises(ValueError, match="need at least 50 words"):
-        g2p.latency_table({}, held.words[:5], (1, 50))
+        g2p.latency_table({"one graph": None}, held.words[:5], (1, 50))
+    with pytest.raises(ValueError, match="at least one path"):
+        g2p.latency_table({}, held.words, (1,))
+    naive = g2p.paths(result.model)["naive, tf.function"]
+    per_path = g2p.latency_table({"naive": naive, "graph": g2p.greedy_decoder(result.model)}, held.words, (2,),
+                                 repeats={"naive": 1, "graph": 2})
+    assert len(per_path.comparisons[2]["naive"].times_s) == 1 and len(per_path.comparisons[2]["graph"].times_s) == 2
 
 
 def test_thread_settings_run_in_a_fresh_process(trained):
