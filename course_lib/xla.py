@@ -187,7 +187,7 @@ class Trace:
                 total[m.group(1)] += seconds
                 calls[m.group(1)] += 1
         all_ops = sum(total.values()) or 1.0
-        return [{"op type": op, "calls": calls[op], "total (ms)": s * 1e3, "share of op time": s / all_ops}
+        return [{"op type": op, "calls": calls[op], "total (ms)": s * 1e3, "% of op time": 100 * s / all_ops}
                 for op, s in total.most_common(top)]
 
 
@@ -303,7 +303,7 @@ def recompilation_table(lengths: Sequence[int], *, buckets: Sequence[int] = BUCK
 # -- Where XLA wins and loses on a CPU ------------------------------------------------------------
 
 def elementwise_chain(x):
-    """Two dozen cheap elementwise ops: as separate kernels each reads and writes the whole tensor;
+    """Thirty cheap elementwise ops: as separate kernels each reads and writes the whole tensor;
     fused, XLA makes one pass over memory."""
     y = x
     for _ in range(6):
@@ -401,25 +401,25 @@ def auto_clustered_worker(workload: str, n: int, repeats: int = 5) -> dict:
 
 
 def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repeats: int = 5,
-                flags: str = AUTO_JIT_FLAGS) -> bench.Comparison:
-    """Graph, ``jit_compile=True`` and auto-clustering (in a subprocess) on one workload.
-
-    ``params`` of the result records how many XLA compilations each XLA variant caused.
+                flags: str = AUTO_JIT_FLAGS, auto: bool = True) -> bench.Comparison:
+    """Graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering in a subprocess, on one
+    workload. ``params`` of the result records how many XLA compilations each XLA variant caused.
     """
     variants = workload_variants()
     graph = bench.measure(variants["graph (tf.function)"](workload, n), name="graph (tf.function)",
                           repeats=repeats)
     jitted, jit_compiles = measure_and_count(variants["XLA (jit_compile=True)"](workload, n),
                                              name="XLA (jit_compile=True)", repeats=repeats)
-    auto = run_with_flags("course_lib.xla:auto_clustered_worker", flags, workload=workload, n=n,
-                          repeats=repeats)
-    timing = timing_from_dict(auto["timing"])
-    timing.name = "XLA auto-clustering (subprocess)"
-    return bench.Comparison([graph, jitted, timing], baseline="graph (tf.function)", machine=bench.machine(),
-                            title=f"jit_compile vs auto-clustering: {workload}, n={n:,}",
-                            params={"workload": workload, "n": n, "TF_XLA_FLAGS": flags,
-                                    "compilations with jit_compile": jit_compiles,
-                                    "compilations with auto-clustering": auto["compilations"]})
+    timings = [graph, jitted]
+    params = {"workload": workload, "n": n, "compilations with jit_compile": jit_compiles}
+    if auto:
+        result = run_with_flags("course_lib.xla:auto_clustered_worker", flags, workload=workload, n=n,
+                                repeats=repeats)
+        timings.append(timing_from_dict(result["timing"]))
+        timings[-1].name = "XLA auto-clustering (subprocess)"
+        params.update({"TF_XLA_FLAGS": flags, "compilations with auto-clustering": result["compilations"]})
+    return bench.Comparison(timings, baseline="graph (tf.function)", machine=bench.machine(),
+                            title=f"jit_compile vs auto-clustering: {workload}, n={n:,}", params=params)
 
 
 def _main(argv: list[str]) -> int:

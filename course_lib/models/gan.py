@@ -302,7 +302,7 @@ class Throughput:
             lo, hi = t.spread_s
             study = self.study[i] if i < len(self.study) else None
             out.append({"step": t.name, "batch": batch, "ms per step": t.median_s * 1e3,
-                        "spread (ms)": f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", "images/s": self.images_per_s(i),
+                        "spread (ms)": f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", "images/s": round(self.images_per_s(i)),
                         "x first row": self.images_per_s(i) / base,
                         "study, A100 (images/s)": f"{study:,}" if study else ""})
         return out
@@ -322,16 +322,32 @@ class Throughput:
         return "\n".join(lines)
 
     def plot(self, ax=None):
-        """Images/s per step on a log scale, with the study's A100 figures as markers."""
-        from course_lib.plotting import throughput_bars
+        """Images/s per step on a log scale; the study's A100 figures as grey bars beside ours."""
+        import matplotlib.pyplot as plt
 
-        labels = [f"{t.name} @ {b}" for t, (_, b) in zip(self.comparison.timings, self.plan)]
-        ax = throughput_bars(labels, [self.images_per_s(i) for i in range(len(self.plan))],
-                             unit="images/s (log scale)", ax=ax, log=True, title=self.comparison.title)
-        marks = [(v, y) for y, v in enumerate(self.study) if v]
-        if marks:
-            ax.plot([v for v, _ in marks], [y for _, y in marks], "kD", label="study, A100")
-            ax.legend(loc="lower right", fontsize="small")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 0.45 * len(self.plan) + 1.2), layout="constrained")
+        labels = [t.name if "batch" in t.name else f"{t.name}, batch {b}"
+                  for t, (_, b) in zip(self.comparison.timings, self.plan)]
+        ours = [self.images_per_s(i) for i in range(len(self.plan))]
+        y = np.arange(len(labels))
+        has_study = any(self.study)
+        height = 0.4 if has_study else 0.8
+        ax.barh(y - (height / 2 if has_study else 0), ours, height=height, color="#1f77b4", label="this machine")
+        for yi, v in zip(y, ours):
+            ax.annotate(f"{v:,.0f}", (v, yi - (height / 2 if has_study else 0)), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize="small")
+        if has_study:
+            study = [v or 0 for v in self.study] + [0] * (len(labels) - len(self.study))
+            ax.barh(y + height / 2, study, height=height, color="#bbbbbb",
+                    label="study: one A100,\nbatch 64, then 2048")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+        ax.set_yticks(y, labels)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("images/s (log scale)")
+        if self.comparison.title:
+            ax.set_title(self.comparison.title)
         return ax
 
 
@@ -417,7 +433,7 @@ class PythonProfile:
 
     def share(self, function: str) -> float:
         """The largest share of the profiled time spent inside functions named ``function``."""
-        shares = [r["share of step"] for r in self.rows if r["function"].rsplit(".", 1)[-1] == function]
+        shares = [r["% of step"] / 100 for r in self.rows if r["function"].rsplit(".", 1)[-1] == function]
         if not shares:
             raise KeyError(f"no function {function!r} in the profile; have: "
                            f"{', '.join(r['function'] for r in self.rows)}")
@@ -429,13 +445,15 @@ class PythonProfile:
 
     def __repr__(self) -> str:
         return "\n".join(f"{r['function']:<60} {r['calls']:>6} {r['cumulative (s)']:8.3f} s "
-                         f"{r['share of step']:6.1%}" for r in self.rows)
+                         f"{r['% of step']:5.1f}%" for r in self.rows)
 
 
 def python_profile(step: Callable[[], object], calls: int = 5,
-                   where: Sequence[str] = ("course_lib", "sklearn.datasets")) -> PythonProfile:
+                   where: Sequence[str] = ("course_lib", "sklearn.datasets"),
+                   min_percent: float = 0.5) -> PythonProfile:
     """cProfile ``calls`` steps (after one unprofiled call) and keep the functions whose module starts
-    with one of ``where``: the drill-down a line profiler gave the study, one level per function."""
+    with one of ``where`` and that took at least ``min_percent`` of the time: the drill-down a line
+    profiler gave the study, one level per function."""
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls!r}")
     bench.force(step())
@@ -449,9 +467,9 @@ def python_profile(step: Callable[[], object], calls: int = 5,
     rows = []
     for (filename, _, func), (_, ncalls, _, cumulative, _) in stats.stats.items():
         module = _module_of(filename)
-        if module.startswith(tuple(where)):
+        if module.startswith(tuple(where)) and 100 * cumulative / total >= min_percent:
             rows.append({"function": f"{module}.{func}", "calls": ncalls, "cumulative (s)": cumulative,
-                         "share of step": cumulative / total})
+                         "% of step": 100 * cumulative / total})
     rows.sort(key=lambda r: -r["cumulative (s)"])
     return PythonProfile(rows, total, calls)
 
