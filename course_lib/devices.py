@@ -274,9 +274,9 @@ def copy_variants(steps: int = 10, devices: tuple[str, str] | None = None) -> di
     """Widget builders: ``steps`` cheap updates of a tensor, with or without moving it; knob: ``megabytes``.
 
     * "stay on one device": every step runs where the data already is;
-    * "hop between devices": each step runs on the other device, so the tensor moves
-      each time (a PCIe copy between GPU and CPU; between two logical CPUs, which share
-      memory, TensorFlow hands the buffer over without copying);
+    * "hop between devices": each step runs on the other device, so the tensor is copied
+      there first (across PCIe between a GPU and the CPU; between two logical CPUs, a
+      memory copy within the same RAM);
     * "round trip through NumPy": each step's result is pulled to a NumPy array and
       pushed back, two real copies plus a wait for the device to finish.
     """

@@ -198,7 +198,13 @@ def save_and_load(module: tf.Module, directory) -> tuple[Any, list[str]]:
     """
     from pathlib import Path
 
-    tf.saved_model.save(module, str(directory))
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # not "INFO: Assets written to <path>"
+    try:
+        tf.saved_model.save(module, str(directory))
+    finally:
+        logger.setLevel(level)
     root = Path(directory)
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     return tf.saved_model.load(str(directory)), files
@@ -459,10 +465,9 @@ def error_summary(exc: BaseException) -> str:
     """
     text = str(exc).strip()
     found = re.findall(r"^\s*(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
-    if found:
-        kind, message = found[-1]
-        return f"{kind}: {message.strip()}"
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    kind, message = found[-1] if found else (type(exc).__name__, text.splitlines()[0] if text else "")
+    # argument-binding errors go on to print the arguments' values; the reason comes first
+    return f"{kind}: {message.split(' Received args:')[0].strip()}"
 
 
 def variable_in_function_error() -> str:

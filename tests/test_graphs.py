@@ -85,7 +85,10 @@ def test_save_and_load_round_trip(tmp_path):
         def __call__(self, x):
             return self.w * x + 1.0
 
+    logger = tf.get_logger()
+    level = logger.level
     loaded, files = graphs.save_and_load(Affine(), tmp_path / "affine")
+    assert logger.level == level
     assert "saved_model.pb" in files and any(f.startswith("variables/") for f in files)
     np.testing.assert_allclose(loaded(tf.constant([1.0, 2.0])).numpy(), [4.0, 7.0])
 
@@ -226,6 +229,15 @@ def test_error_summary_takes_the_last_error_line():
     exc = ValueError("in user code:\n\n    File \"/tmp/x.py\", line 3\n\n    TypeError: bad thing\n")
     assert graphs.error_summary(exc) == "TypeError: bad thing"
     assert graphs.error_summary(KeyError("k")) == "KeyError: 'k'"
+
+
+def test_input_signature_rejects_what_does_not_fit():
+    fixed = tf.function(lambda x: tf.reduce_sum(x), input_signature=[tf.TensorSpec([None], tf.float32)])
+    with pytest.raises(TypeError) as info:
+        fixed(tf.ones([2, 2]))
+    summary = graphs.error_summary(info.value)
+    assert summary.startswith("TypeError: Binding inputs to tf.function failed")
+    assert "Received args" not in summary and "numpy=" not in summary
 
 
 def test_variable_created_on_every_call_fails_and_create_once_works():
