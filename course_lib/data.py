@@ -214,6 +214,15 @@ class Recorder:
         """Element id -> when the consumer's step on it began."""
         return {i: e.start for e in self.events if e.stage == "step" for i in e.ids}
 
+    def concurrency(self, stage: str) -> int:
+        """The most ``stage`` spans that were in progress at the same moment."""
+        edges = sorted((t, step) for e in self.events if e.stage == stage for t, step in ((e.start, 1), (e.end, -1)))
+        most = now = 0
+        for _, step in edges:
+            now += step
+            most = max(most, now)
+        return most
+
     def summary(self) -> dict:
         """Wall time, threads used, and how long the consumer waited for input vs worked."""
         events = self.events
@@ -295,8 +304,8 @@ def transform(element: dict) -> dict:
     return {"id": element["id"], "x": tf.tanh(element["x"]), "y": element["y"]}
 
 
-def _read_shard(path, latency: Latency, recorder: Recorder | None) -> tf.data.Dataset:
-    """One shard's records, each after ``record_s``, the first also after ``open_s``.
+def read_shard(path, latency: Latency = Latency(), recorder: Recorder | None = None) -> tf.data.Dataset:
+    """One shard's serialized records, each after ``record_s``, the first also after ``open_s``.
 
     The open is paid on the first read, in the thread that reads, as a real file system
     pays it: so parallel readers open their shards at the same time too.
@@ -312,6 +321,26 @@ def _read_shard(path, latency: Latency, recorder: Recorder | None) -> tf.data.Da
         _sleep(recorder, "read", latency.record_s, source=source)
 
     return records.enumerate().map(lambda i, record: _after(record, wait, i, path))
+
+
+def decoder(shards: Shards, latency: Latency = Latency(), recorder: Recorder | None = None):
+    """The map function: parse serialized records, pay ``map_s`` once per call, ``transform``.
+
+    It takes one record or a batch of them (``tf.io.parse_example`` handles both), so the
+    same function serves map-then-batch and batch-then-map.
+    """
+    spec = _spec(shards.features)
+
+    def wait(ids):
+        _sleep(recorder, "map", latency.map_s, ids)
+
+    def decode(records):
+        element = tf.io.parse_example(records, spec)
+        if recorder is not None or latency.map_s:
+            element = _after(element, wait, element["id"])
+        return transform(element)
+
+    return decode
 
 
 def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Latency(), batch_size: int = 16,
@@ -333,27 +362,12 @@ def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Laten
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be None (tf.data's default pool) or a whole number >= 1, got {threads!r}")
-    spec = _spec(shards.features)
     files = tf.data.Dataset.list_files(shards.pattern, shuffle=False)
 
     def open_shard(path):
-        return _read_shard(path, latency, recorder)
+        return read_shard(path, latency, recorder)
 
-    def wait(ids):
-        _sleep(recorder, "map", latency.map_s, ids)
-
-    def decode(record):  # one record per call
-        element = tf.io.parse_single_example(record, spec)
-        if recorder is not None or latency.map_s:
-            element = _after(element, wait, element["id"])
-        return transform(element)
-
-    def decode_batch(records):  # a whole batch per call
-        element = tf.io.parse_example(records, spec)
-        if recorder is not None or latency.map_s:
-            element = _after(element, wait, element["id"])
-        return transform(element)
-
+    decode = decoder(shards, latency, recorder)
     if variant in ("naive", "prefetch", "parallel map"):
         records = files.flat_map(open_shard)
     else:
@@ -361,7 +375,7 @@ def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Laten
                                    num_parallel_calls=AUTOTUNE)
     parallel = None if variant in ("naive", "prefetch") else AUTOTUNE
     if variant == "vectorised":
-        ds = records.batch(batch_size).map(decode_batch, num_parallel_calls=parallel)
+        ds = records.batch(batch_size).map(decode, num_parallel_calls=parallel)
     else:
         ds = records.map(decode, num_parallel_calls=parallel)
         if variant == "cache":
@@ -376,6 +390,19 @@ def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Laten
         options.threading.private_threadpool_size = threads
         ds = ds.with_options(options)
     return ds
+
+
+def transformations(dataset: tf.data.Dataset) -> list[str]:
+    """The dataset operations of a pipeline, source first, read from its serialized graph.
+
+    Shows what a chain of Python calls built (``ParallelMapDatasetV2`` for a parallel map,
+    ``PrefetchDataset`` ...); functions inside map and interleave are left out.
+    """
+    graph = tf.compat.v1.GraphDef()
+    serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor,
+                                             external_state_policy=1)  # ignore py_function state
+    graph.ParseFromString(serialized.numpy())
+    return [node.op for node in graph.node if "Dataset" in node.op]
 
 
 def xy(dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -446,6 +473,12 @@ def elements(dataset: tf.data.Dataset) -> dict[int, tuple]:
                 raise ValueError(f"record {int(i)} appeared twice")
             out[int(i)] = (x, int(y))
     return out
+
+
+def same_records(got: dict[int, tuple], expected: dict[int, tuple]) -> bool:
+    """Whether two ``elements`` results hold the same records (ids, features and labels)."""
+    return got.keys() == expected.keys() and all(
+        np.array_equal(got[i][0], x) and got[i][1] == y for i, (x, y) in expected.items())
 
 
 def compare_pipelines(shards: Shards, variants: Sequence[str] = VARIANTS, *, latency: Latency = Latency(),

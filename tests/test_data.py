@@ -55,6 +55,45 @@ def test_every_variant_yields_the_same_records_as_naive(shards, variant):
     for i, (x, y) in reference.items():
         np.testing.assert_array_equal(got[i][0], x)
         assert got[i][1] == y
+    assert data.same_records(got, reference)
+
+
+def test_same_records_notices_a_difference(shards):
+    reference = data.elements(data.pipeline(shards, "naive", latency=FAST))
+    changed = dict(reference)
+    changed[3] = (reference[3][0] + 1, reference[3][1])
+    assert not data.same_records(changed, reference)
+    del changed[3]
+    assert not data.same_records(changed, reference)
+
+
+def test_transformations_name_each_variant_s_operations(shards):
+    ops = {v: data.transformations(data.pipeline(shards, v, latency=FAST)) for v in data.VARIANTS}
+    assert ops["naive"] == ["TensorSliceDataset", "FlatMapDataset", "MapDataset", "BatchDatasetV2",
+                            "AssertCardinalityDataset"]
+    assert ops["prefetch"][-2:] == ["PrefetchDataset", "AssertCardinalityDataset"]
+    assert "ParallelMapDatasetV2" in ops["parallel map"] and "FlatMapDataset" in ops["parallel map"]
+    assert "ParallelInterleaveDatasetV4" in ops["interleave"]
+    assert "CacheDatasetV2" in ops["cache"]
+    vec = ops["vectorised"]
+    assert vec.index("BatchDatasetV2") < vec.index("ParallelMapDatasetV2"), "batch, then map"
+    assert data.transformations(data.pipeline(shards, "naive", threads=2))[-1] == "OptionsDataset"
+
+
+def test_reads_overlap_only_when_interleaved(shards):
+    slow_reads = data.Latency(open_s=0.002, record_s=0.002, map_s=0.0)
+    naive = data.record_run(shards, "naive", latency=slow_reads)
+    assert naive.concurrency("read") == naive.concurrency("map") == 1
+    interleaved = data.record_run(shards, "interleave", latency=slow_reads, threads=4)
+    assert interleaved.concurrency("read") >= 2
+
+
+def test_building_blocks_compose_into_a_pipeline(shards):
+    decode = data.decoder(shards, FAST)
+    records = tf.data.Dataset.from_tensor_slices(shards.paths).flat_map(lambda p: data.read_shard(p, FAST))
+    one_by_one = data.elements(records.map(decode).batch(7))
+    batched = data.elements(records.batch(7).map(decode))
+    assert data.same_records(batched, one_by_one) and len(one_by_one) == 30
 
 
 @pytest.mark.parametrize("variant", ["prefetch", "parallel map"])
