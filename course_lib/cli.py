@@ -13,6 +13,7 @@ import sys
 BENCHMARKS = {
     "ops": "course_lib.evo.benchmarks:bench_ops",
     "ga": "course_lib.evo.benchmarks:bench_ga",
+    "eager-vs-graph": "course_lib.graphs:bench_eager_vs_graph",
 }
 
 

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 __all__ = [
     "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",
-    "train_step_variants", "eagerly", "save_and_load",
+    "train_step_variants", "bench_eager_vs_graph", "eagerly", "save_and_load",
     "TraceCounter", "describe_args", "traces_per_call", "concrete", "signature", "operations",
     "op_properties", "op_types", "format_rows", "autograph_code", "captured_tf_warnings",
     "error_summary", "variable_in_function_error", "LazyScale", "retracing_variants",
@@ -171,6 +171,37 @@ def train_step_variants(image_size: int = 28, classes: int = 10) -> dict[str, Ca
         return lambda: model.train_on_batch(x, y)
 
     return {"eager train_step": eager, "tf.function train_step": graph, "train_on_batch": keras_batch}
+
+
+def bench_eager_vs_graph(argv: list[str]) -> int:
+    """``course bench eager-vs-graph``: lecture 01's three comparisons, printed and saved as JSON."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from course_lib import bench
+
+    parser = argparse.ArgumentParser(prog="course bench eager-vs-graph", description=bench_eager_vs_graph.__doc__)
+    parser.add_argument("--ops", type=int, default=200, help="operations in the small-ops function")
+    parser.add_argument("--batch", type=int, default=32, help="images per training step")
+    parser.add_argument("--n", type=int, default=1024, help="size of the square matmul")
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per variant")
+    parser.add_argument("--json", default="build/bench/eager_vs_graph.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    cases = [("many small ops", small_ops_variants(), {"ops": args.ops}),
+             ("training step", train_step_variants(), {"batch": args.batch}),
+             ("one big matmul", matmul_variants(), {"n": args.n})]
+    records = []
+    for title, builders, sizes in cases:
+        result = bench.compare({name: build(**sizes) for name, build in builders.items()},
+                               repeats=args.repeats, title=f"{title} {sizes}", params=sizes)
+        print(result, end="\n\n")
+        records.append(result.to_dict())
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": records}, indent=2, default=str) + "\n")
+    print(f"wrote {path}")
+    return 0
 
 
 @contextlib.contextmanager

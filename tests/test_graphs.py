@@ -264,3 +264,17 @@ def test_retracing_variants_trace_once_or_every_call():
 
 def test_format_rows_empty():
     assert graphs.format_rows([]) == "(no rows)"
+
+
+def test_bench_eager_vs_graph_writes_json(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "bench.json"
+    assert graphs.bench_eager_vs_graph(["--ops", "4", "--batch", "2", "--n", "8", "--repeats", "1",
+                                        "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [c["title"] for c in data["comparisons"]] == [
+        "many small ops {'ops': 4}", "training step {'batch': 2}", "one big matmul {'n': 8}"]
+    assert [v["name"] for v in data["comparisons"][1]["variants"]] == [
+        "eager train_step", "tf.function train_step", "train_on_batch"]
+    assert "wrote" in capsys.readouterr().out
