@@ -20,6 +20,7 @@ import functools
 import logging
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -177,7 +178,6 @@ def bench_eager_vs_graph(argv: list[str]) -> int:
     """``course bench eager-vs-graph``: lecture 01's three comparisons, printed and saved as JSON."""
     import argparse
     import json
-    from pathlib import Path
 
     from course_lib import bench
 
@@ -227,8 +227,6 @@ def save_and_load(module: tf.Module, directory) -> tuple[Any, list[str]]:
     The graphs come from the module's ``tf.function`` methods, so they need an
     ``input_signature`` (or a previous call) to be saved.
     """
-    from pathlib import Path
-
     logger = tf.get_logger()
     level = logger.level
     logger.setLevel(logging.WARNING)  # not "INFO: Assets written to <path>"
