@@ -46,9 +46,9 @@ def test_generated_source_has_one_line_per_layer():
     source = dt.forward_source(dt.functional(depth=3))
     assert source.splitlines() == [
         "def forward(x, w):",
-        "    x = tf.tanh(tf.matmul(x, w[0]) + w[1])",
-        "    x = tf.tanh(tf.matmul(x, w[2]) + w[3])",
-        "    x = tf.tanh(tf.matmul(x, w[4]) + w[5])",
+        "    x = tf.tanh(tf.nn.bias_add(tf.matmul(x, w[0]), w[1]))",
+        "    x = tf.tanh(tf.nn.bias_add(tf.matmul(x, w[2]), w[3]))",
+        "    x = tf.tanh(tf.nn.bias_add(tf.matmul(x, w[4]), w[5]))",
         "    return x",
     ]
     assert "tf.nn.relu" in dt.forward_source(dt.functional(depth=2, activation="relu"))

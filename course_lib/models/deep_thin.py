@@ -137,7 +137,8 @@ def forward_source(model: keras.Model) -> str:
         act = layer.get_config()["activation"]
         if act not in ACTIVATIONS:
             raise ValueError(f"layer {layer.name!r} uses activation {act!r}; supported: {', '.join(ACTIVATIONS)}")
-        z = f"tf.matmul(x, w[{2 * i}]) + w[{2 * i + 1}]" if layer.use_bias else f"tf.matmul(x, w[{2 * i}])"
+        z = (f"tf.nn.bias_add(tf.matmul(x, w[{2 * i}]), w[{2 * i + 1}])" if layer.use_bias
+             else f"tf.matmul(x, w[{2 * i}])")
         lines.append(f"    x = {z}" if ACTIVATIONS[act] is None else f"    x = {ACTIVATIONS[act]}({z})")
     lines.append("    return x")
     return "\n".join(lines)
