@@ -271,7 +271,7 @@ def load_weights(path: str | os.PathLike) -> G2P:
 
 @dataclass
 class Trained:
-    """A trained model, the weights file it came from, its training losses and data."""
+    """A trained model, the weights file it came from, its training losses, and whether it was cached."""
 
     model: G2P
     weights: Path
@@ -296,8 +296,12 @@ def trained(lexicon: Lexicon, *, steps: int = 300, batch_size: int = 64, embed_d
         return Trained(load_weights(path), path, json.loads(history.read_text()), cached=True)
     model = build(embed_dim, units, seed)
     losses = train(model, lexicon, steps=steps, batch_size=batch_size, seed=seed)
-    save_weights(model, path)
-    history.write_text(json.dumps(losses))
+    # write under temporary names, then rename: a notebook and a test run at the same time never
+    # read a half-written file (the losses file, written last, marks the cache entry complete)
+    tmp = f".{os.getpid()}.tmp"
+    os.replace(save_weights(model, path.with_name(path.stem + tmp + ".npz")), path)
+    history.with_name(history.name + tmp).write_text(json.dumps(losses))
+    os.replace(history.with_name(history.name + tmp), history)
     return Trained(model, path, losses, cached=False)
 
 
