@@ -51,12 +51,13 @@ def hlo(fn: Callable, *args, stage: str = "hlo") -> str:
     XLA's passes (fusion among them). ``args`` are tensors or ``tf.TensorSpec``s."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose one of: {', '.join(STAGES)}")
-    compiled = fn if getattr(fn, "experimental_get_compiler_ir", None) and _is_jit(fn) else jit(fn)
+    compiled = fn if _is_jit(fn) else jit(fn)
     return compiled.experimental_get_compiler_ir(*args)(stage=stage)
 
 
 def _is_jit(fn) -> bool:
-    return bool(getattr(fn, "_jit_compile", False))
+    """Whether ``fn`` is already a tf.function with jit_compile=True (kept as is, signature and all)."""
+    return getattr(fn, "_jit_compile", False) is True
 
 
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.-]+)\s.*\{\s*$")
@@ -209,12 +210,15 @@ def profile(logdir: str | os.PathLike | None = None):
             tmp.cleanup()
         raise RuntimeError(f"could not start the TensorFlow profiler ({type(exc).__name__}: {exc}); "
                            "only one profiling session can run at a time") from exc
+    finished = False
     try:
         yield trace
+        finished = True
     finally:
         tf.profiler.experimental.stop()
         try:
-            trace.load()
+            if finished:  # a failing block keeps its own error
+                trace.load()
         finally:
             if tmp:
                 tmp.cleanup()
@@ -332,10 +336,9 @@ def _workload(name: str) -> Callable:
     return WORKLOADS[name]
 
 
-def workload_variants(jit_variants: Mapping[str, bool] | None = None) -> dict[str, Callable[..., Callable]]:
-    """Builders for ``SpeedupWidget``: each takes ``workload`` and ``n`` and returns the call to time,
-    compiled fresh (so the first call shows what tracing or compiling costs)."""
-    jit_variants = jit_variants or {"graph (tf.function)": False, "XLA (jit_compile=True)": True}
+def workload_variants() -> dict[str, Callable[..., Callable]]:
+    """Builders for ``SpeedupWidget``, graph and XLA: each takes ``workload`` and ``n`` and returns the
+    call to time, compiled fresh (so the first call shows what tracing or compiling costs)."""
 
     def builder(jit_compile: bool):
         def build(workload: str = "elementwise chain", n: int = 1_000_000):
@@ -344,7 +347,7 @@ def workload_variants(jit_variants: Mapping[str, bool] | None = None) -> dict[st
             return lambda: fn(x)
         return build
 
-    return {name: builder(flag) for name, flag in jit_variants.items()}
+    return {"graph (tf.function)": builder(False), "XLA (jit_compile=True)": builder(True)}
 
 
 def speedup_widget(n_choices: Sequence[int] = (16, 10_000, 1_000_000), *, repeats: int = 5):
@@ -396,8 +399,7 @@ def auto_clustered_worker(workload: str, n: int, repeats: int = 5) -> dict:
     fn = tf.function(_workload(workload))
     x = workload_input(n)
     timing, compilations = measure_and_count(lambda: fn(x), name="auto-clustering", repeats=repeats)
-    return {"timing": timing.to_dict(), "compilations": compilations,
-            "flags": os.environ.get("TF_XLA_FLAGS", "")}
+    return {"timing": timing.to_dict(), "compilations": compilations}
 
 
 def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repeats: int = 5,
@@ -435,3 +437,30 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
+
+
+def bench_xla(argv: list[str]) -> int:
+    """``course bench xla``: jit_compile vs auto-clustering, then graph vs XLA for each workload and size."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="course bench xla", description=bench_xla.__doc__)
+    parser.add_argument("--n", type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering")
+    parser.add_argument("--sizes", default="16,10000,1000000", help="comma-separated sizes for the workloads")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per variant")
+    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (a fresh process)")
+    parser.add_argument("--json", default="build/bench/xla.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    results = [jit_vs_auto(n=args.n, repeats=args.repeats, auto=not args.no_auto_jit)]
+    for workload in WORKLOADS:
+        for n in (int(s) for s in args.sizes.split(",")):
+            results.append(bench.compare({name: build(workload, n) for name, build in workload_variants().items()},
+                                         repeats=args.repeats, title=f"{workload}, n={n:,}",
+                                         params={"workload": workload, "n": n}))
+    for result in results:
+        print(result, end="\n\n")
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": [r.to_dict() for r in results]},
+                               indent=2, default=str) + "\n")
+    print(f"wrote {path}")
+    return 0

@@ -180,6 +180,8 @@ def test_throughput_refuses_an_empty_or_unknown_plan():
         G.throughput([])
     with pytest.raises(ValueError, match="unknown step 'warp'"):
         G.throughput([("warp", 8)])
+    with pytest.raises(ValueError, match="repeats a"):
+        G.throughput([("tf_function", 8), ("tf_function", 8)])
 
 
 def test_python_profile_finds_the_data_reload(model):
@@ -211,3 +213,14 @@ def test_image_grid_draws_and_refuses_wrong_shapes(images):
     assert ax.images[0].get_array().shape == (3 * 9 - 1, 4 * 9 - 1)
     with pytest.raises(ValueError, match="expected images of shape"):
         G.image_grid(np.zeros((2, 2)))
+
+
+def test_course_bench_gan_writes_json(tmp_path):
+    import json
+
+    out = tmp_path / "gan.json"
+    assert G.bench_journey(["--batch", "4", "--big-batch", "8", "--repeats", "1", "--no-auto-jit",
+                            "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [r["batch"] for r in data["rows"]] == [4, 4, 4, 4, 8, 8]
+    assert data["rows"][0]["study, A100 (images/s)"] == "237"

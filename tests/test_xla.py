@@ -160,3 +160,14 @@ def test_run_with_flags_reports_failures():
         xla.run_with_flags("no_colon")
     with pytest.raises(RuntimeError, match="failed"):
         xla.run_with_flags("course_lib.xla:no_such_function")
+
+
+def test_course_bench_xla_writes_json(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "xla.json"
+    assert xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--no-auto-jit", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [c["title"] for c in data["comparisons"]] == [
+        "jit_compile vs auto-clustering: elementwise chain, n=1,000", "elementwise chain, n=16", "random numbers, n=16"]
+    assert "wrote" in capsys.readouterr().out

@@ -1,7 +1,7 @@
 """A small DCGAN for scikit-learn's 8x8 digits, and the training-step journey of a published study.
 
 The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
-Computing Facility, "Profiling TensorFlow", 2021): an MNIST GAN on one A100 went from 237
+Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN on one A100 went from 237
 images/s, with the real batch reloaded from the dataset every step, to about 2,200 once the data
 was loaded once, about 18,000 with ``tf.function`` at batch 64, about 89,000 at batch 2048 and
 about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those figures,
@@ -289,16 +289,16 @@ class Throughput:
     comparison: bench.Comparison
     plan: list[tuple[str, int]]  # (step key, batch) per timing
     study: list[int | None] = field(default_factory=list)  # the study's images/s per row, where it has one
-    compilations: dict = field(default_factory=dict)
+    compilations: dict = field(default_factory=dict)  # XLA clusters compiled, per auto-clustered row
 
     def images_per_s(self, index: int) -> float:
-        key, batch = self.plan[index]
+        _, batch = self.plan[index]
         return 2 * batch / self.comparison.timings[index].median_s
 
     def rows(self) -> list[dict]:
         base = self.images_per_s(0)
         out = []
-        for i, (t, (key, batch)) in enumerate(zip(self.comparison.timings, self.plan)):
+        for i, (t, (_, batch)) in enumerate(zip(self.comparison.timings, self.plan)):
             lo, hi = t.spread_s
             study = self.study[i] if i < len(self.study) else None
             out.append({"step": t.name, "batch": batch, "ms per step": t.median_s * 1e3,
@@ -361,6 +361,8 @@ def throughput(plan: Sequence[tuple[str, int]], *, size: int = 8, repeats: int =
         if key not in STEPS:
             raise ValueError(f"unknown step {key!r} in plan; choose from: {', '.join(STEPS)}")
         _check_batch(batch)
+    if len(set(plan)) != len(plan):
+        raise ValueError("plan repeats a (step, batch) pair; each would be measured under the same name")
     gan = GAN(size=size, seed=seed)
     images = load_digits_images(size)
     names = [STEPS[key] if [k for k, _ in plan].count(key) == 1 else f"{STEPS[key]}, batch {batch}"
@@ -411,10 +413,8 @@ def auto_jit_timing(*, size: int = 8, batch: int = 512, repeats: int = 5, seed: 
 
 def _module_of(filename: str) -> str:
     path = Path(filename)
-    for anchor in ("site-packages",):
-        if anchor in path.parts:
-            path = Path(*path.parts[path.parts.index(anchor) + 1:])
-            break
+    if "site-packages" in path.parts:
+        path = Path(*path.parts[path.parts.index("site-packages") + 1:])
     else:
         try:
             path = path.resolve().relative_to(ROOT)
@@ -511,3 +511,27 @@ def image_grid(images: np.ndarray, cols: int = 8, ax=None, title: str = ""):
     if title:
         ax.set_title(title)
     return ax
+
+
+def bench_journey(argv: list[str]) -> int:
+    """``course bench gan``: lecture 06's journey at any size, printed and saved as JSON."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="course bench gan", description=bench_journey.__doc__)
+    parser.add_argument("--size", type=int, default=8, choices=SIZES, help="image size (28 is MNIST's)")
+    parser.add_argument("--batch", type=int, default=64, help="batch of the eager and first tf.function steps")
+    parser.add_argument("--big-batch", type=int, default=2048, help="batch of the later steps (the study's 2048)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per step")
+    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (a fresh process)")
+    parser.add_argument("--json", default="build/bench/gan.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    result = journey(size=args.size, batch=args.batch, big_batch=args.big_batch, repeats=args.repeats,
+                     auto_jit=not args.no_auto_jit)
+    print(result)
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"rows": result.rows(), "comparison": result.comparison.to_dict(),
+                                "auto-clustering compilations": result.compilations}, indent=2, default=str) + "\n")
+    print(f"wrote {path}")
+    return 0
