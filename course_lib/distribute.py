@@ -46,7 +46,7 @@ from course_lib import bench
 
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants",
-    "STRATEGIES", "make_strategy", "replicas", "regression_data", "make_model",
+    "STRATEGIES", "make_strategy", "replicas", "variable_placement", "regression_data", "make_model",
     "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_widget",
     "WorkerError", "WorkerTimeout", "free_ports", "tf_config", "worker_context", "launch",
     "multi_worker_train",
@@ -283,7 +283,17 @@ class TrainResult:
 
 
 def _strategy_name(strategy) -> str:
-    return type(strategy).__name__.replace("Strategy", "") or "default"
+    name = type(strategy).__name__
+    return "default" if name.startswith("_Default") else name.replace("Strategy", "")
+
+
+def variable_placement(strategy: tf.distribute.Strategy) -> str:
+    """What a variable created in ``strategy.scope()`` becomes, and the devices holding its copies."""
+    with strategy.scope():
+        variable = tf.Variable(0.0)
+    copies = getattr(variable, "values", None)  # a mirrored variable has one per replica
+    places = [c.device for c in copies] if copies else [variable.device]
+    return f"{type(variable).__name__} on {', '.join(_short(p) for p in places)}"
 
 
 def fit(strategy: tf.distribute.Strategy, x, y, *, global_batch: int = 64, epochs: int = 3,

@@ -39,7 +39,8 @@ def strategy_report():
             if train is distribute.fit and len(devs) == 4 and name == "mirrored":
                 continue  # Keras fit over 4 replicas is slow to trace on 2 cores; the loop covers it
             r = train(strategy, x, y, global_batch=32, epochs=2)
-            out["runs"].append({"strategy": name, "how": train.__name__, "replicas": r.replicas,
+            out["runs"].append({"strategy": name, "how": train.__name__, "replicas": r.replicas, "name": r.strategy,
+                                "variables": distribute.variable_placement(strategy),
                                 "per_replica": r.per_replica_batch, "losses": r.losses, "logged": r.logged})
     out["traffic"] = {
         "chain4": distribute.traffic(distribute.chain(cpus, width=32, depth=4, features=16), 8),
@@ -90,6 +91,14 @@ def test_global_batch_is_per_replica_batch_times_replicas(report):
     seen = {(r["strategy"], r["replicas"], r["per_replica"]) for r in report["runs"]}
     assert seen == {("default", 1, 32), ("one device", 1, 32), ("mirrored", 2, 16), ("mirrored", 4, 8),
                     ("central storage", 2, 16)}
+
+
+def test_variables_live_where_the_strategy_says(report):
+    seen = {(r["name"], r["variables"]) for r in report["runs"]}
+    assert seen == {("default", "ResourceVariable on CPU:0"), ("OneDevice", "ResourceVariable on CPU:0"),
+                    ("Mirrored", "MirroredVariable on CPU:0, CPU:1"),
+                    ("Mirrored", "MirroredVariable on CPU:0, CPU:1, CPU:2, CPU:3"),
+                    ("CentralStorage", "AggregatingVariable on CPU:0")}
 
 
 def test_custom_loop_logs_the_mean_batch_loss_like_fit(report):
