@@ -1,0 +1,234 @@
+"""Fitness functions: population (N, *genome) -> float32 (N,), in the problem's own units.
+
+Each declares ``maximize``; selection turns that into a score to maximise, while
+results and history keep the original values (tour lengths, knapsack values).
+Any TensorFlow callable works too: ``Function(fn, maximize=...)`` or
+``compile(fitness=fn, maximize=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import packed
+from course_lib.evo.fastmath import cos_2pi
+from course_lib.evo.graph import GenomeSpec
+
+
+class Fitness:
+    """Base class: subclasses set ``maximize`` and define ``evaluate``."""
+
+    maximize: bool = True
+    permutation = False  # genomes must be permutations of 0..L-1
+
+    def __call__(self, population) -> tf.Tensor:
+        pop = tf.convert_to_tensor(population)
+        return tf.cast(self.evaluate(pop), tf.float32)
+
+    def evaluate(self, population: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+    def evaluate_packed(self, words: tf.Tensor, spec: GenomeSpec) -> tf.Tensor:
+        """Fitness of bit-packed 0/1 genomes; by default unpack (XLA fuses it into the fitness)."""
+        return self(packed.unpack(words, spec.shape, spec.dtype))
+
+    def check(self, spec: GenomeSpec) -> None:
+        """Raise a clear error if this fitness cannot score genomes of ``spec``."""
+
+    def config(self) -> dict:
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({args})"
+
+
+def _flat(x: tf.Tensor, dtype=tf.float32) -> tf.Tensor:
+    return tf.reshape(tf.cast(x, dtype), (-1, x.shape[1:].num_elements()))
+
+
+class OneMax(Fitness):
+    """Number of ones (maximise); on packed genomes a popcount."""
+
+    def evaluate(self, population):
+        return tf.reduce_sum(_flat(population), axis=1)
+
+    def evaluate_packed(self, words, spec):
+        return tf.cast(packed.popcount(words), tf.float32)
+
+
+class Sphere(Fitness):
+    """Sum of squares (minimise; optimum 0 at the origin)."""
+
+    maximize = False
+
+    def evaluate(self, population):
+        return tf.reduce_sum(tf.square(_flat(population)), axis=1)
+
+
+class Rastrigin(Fitness):
+    """A*d + sum(x² - A cos 2πx) (minimise; optimum 0 at the origin, many local minima).
+
+    cos(2πx) is ``fastmath.cos_2pi``, a polynomial that XLA vectorises on CPU.
+    """
+
+    maximize = False
+
+    def __init__(self, a: float = 10.0):
+        self.a = float(a)
+
+    def evaluate(self, population):
+        x = _flat(population)
+        d = x.shape[1]
+        return self.a * d + tf.reduce_sum(x * x - self.a * cos_2pi(x), axis=1)
+
+    def config(self):
+        return {"a": self.a}
+
+
+class Ackley(Fitness):
+    """Ackley's function (minimise; optimum 0 at the origin)."""
+
+    maximize = False
+
+    def evaluate(self, population):
+        x = _flat(population)
+        r = tf.sqrt(tf.reduce_mean(x * x, axis=1))
+        c = tf.reduce_mean(cos_2pi(x), axis=1)
+        return -20.0 * tf.exp(-0.2 * r) - tf.exp(c) + 20.0 + math.e
+
+
+def _matrix(name: str, value, ndim: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr
+
+
+class TSP(Fitness):
+    """Length of the closed tour that visits cities in genome order (minimise).
+
+    Give ``coordinates`` (n, 2+) for Euclidean distances or a ``distances`` (n, n) matrix.
+    """
+
+    maximize = False
+    permutation = True
+
+    def __init__(self, coordinates=None, distances=None):
+        if (coordinates is None) == (distances is None):
+            raise ValueError("TSP needs exactly one of coordinates= (n, 2) or distances= (n, n)")
+        if coordinates is not None:
+            xy = _matrix("coordinates", coordinates, 2)
+            d = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1))
+        else:
+            d = _matrix("distances", distances, 2)
+            if d.shape[0] != d.shape[1]:
+                raise ValueError(f"distances must be square (n, n), got shape {d.shape}")
+        self.n = d.shape[0]
+        self.distances = tf.constant(d.reshape(-1), tf.float32)
+
+    def check(self, spec):
+        if spec.shape != (self.n,) or not spec.dtype.is_integer:
+            raise ValueError(f"TSP with {self.n} cities needs integer genomes of shape ({self.n},) "
+                             f"(a tour), got {spec}")
+
+    def evaluate(self, population):
+        tour = tf.cast(population, tf.int32)
+        nxt = tf.roll(tour, shift=-1, axis=1)
+        return tf.reduce_sum(tf.gather(self.distances, tour * self.n + nxt), axis=1)
+
+    def config(self):
+        return {"cities": self.n}
+
+
+class Knapsack(Fitness):
+    """0/1 knapsack: total value, minus ``penalty`` per unit of weight over ``capacity`` (maximise).
+
+    The default penalty is the best value per unit weight, so no overweight choice
+    scores more than it would after dropping items to fit.
+    """
+
+    def __init__(self, weights, values, capacity: float, penalty: float | None = None):
+        w, v = _matrix("weights", weights, 1), _matrix("values", values, 1)
+        if w.shape != v.shape:
+            raise ValueError(f"weights and values must have the same length, got {w.shape} and {v.shape}")
+        if (w <= 0).any() or not capacity > 0:
+            raise ValueError("Knapsack needs positive weights and a positive capacity")
+        self.n, self.capacity = w.shape[0], float(capacity)
+        self.penalty = float(penalty) if penalty is not None else float((v / w).max())
+        self.weights, self.values = tf.constant(w, tf.float32), tf.constant(v, tf.float32)
+
+    def check(self, spec):
+        if spec.shape != (self.n,) or not spec.dtype.is_integer:
+            raise ValueError(f"Knapsack with {self.n} items needs 0/1 integer genomes of shape "
+                             f"({self.n},), got {spec}")
+
+    def evaluate(self, population):
+        x = _flat(population)
+        over = tf.nn.relu(tf.linalg.matvec(x, self.weights) - self.capacity)
+        return tf.linalg.matvec(x, self.values) - self.penalty * over
+
+    def config(self):
+        return {"items": self.n, "capacity": self.capacity, "penalty": self.penalty}
+
+
+class CosineSimilarity(Fitness):
+    """Cosine similarity between each genome and ``target`` (maximise; 1 when aligned)."""
+
+    def __init__(self, target):
+        self.target = tf.constant(np.asarray(target, dtype=np.float32))
+        self.shape = tuple(self.target.shape)
+        flat = tf.reshape(self.target, (-1,))
+        self._unit = flat / tf.maximum(tf.norm(flat), 1e-12)
+
+    def check(self, spec):
+        if spec.shape != self.shape:
+            raise ValueError(f"CosineSimilarity target has shape {self.shape}, genomes have {spec.shape}")
+
+    def evaluate(self, population):
+        x = _flat(population)
+        return tf.linalg.matvec(x, self._unit) / tf.maximum(tf.norm(x, axis=1), 1e-12)
+
+    def config(self):
+        return {"shape": self.shape}
+
+
+class Function(Fitness):
+    """Any TensorFlow callable population -> (N,) fitness, with its direction."""
+
+    def __init__(self, fn: Callable[[tf.Tensor], tf.Tensor], maximize: bool, name: str | None = None):
+        if not callable(fn):
+            raise TypeError(f"Function needs a callable population -> fitness, got {type(fn).__name__}")
+        if not isinstance(maximize, bool):
+            raise TypeError(f"maximize must be True or False, got {maximize!r}")
+        self.fn, self.maximize = fn, maximize
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+
+    def evaluate(self, population):
+        out = self.fn(population)
+        if out.shape.rank != 1:
+            raise ValueError(f"fitness function {self.name!r} must return one value per individual "
+                             f"(shape (N,)), got shape {tuple(out.shape)}")
+        return out
+
+    def config(self):
+        return {"fn": self.name, "maximize": self.maximize}
+
+
+def resolve(fitness, maximize: bool | None = None) -> Fitness:
+    """A Fitness from a Fitness or a plain callable (which needs ``maximize``)."""
+    if isinstance(fitness, Fitness):
+        if maximize is not None and maximize != fitness.maximize:
+            raise ValueError(f"{fitness!r} is {'maximised' if fitness.maximize else 'minimised'}; "
+                             f"maximize={maximize} contradicts it")
+        return fitness
+    if callable(fitness):
+        if maximize is None:
+            raise ValueError("a plain fitness function does not say whether to maximise it: pass "
+                             "compile(..., maximize=True or False) or evo.fitness.Function(fn, maximize=...)")
+        return Function(fitness, maximize)
+    raise TypeError(f"fitness must be an evo.fitness.Fitness or a callable, got {type(fitness).__name__}")

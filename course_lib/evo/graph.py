@@ -1,0 +1,100 @@
+"""The symbolic side of the Keras-like API: Input, symbolic genomes, graph order.
+
+Calling an op on a symbolic genome records a node; ``Model`` orders the nodes once
+(topologically) and compiles one generation from that order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import tensorflow as tf
+
+
+@dataclass(frozen=True)
+class GenomeSpec:
+    """The shape of one genome (no population axis) and its dtype."""
+
+    shape: tuple[int, ...]
+    dtype: tf.DType
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.shape} {self.dtype.name}"
+
+
+class SymbolicTensor:
+    """A population of genomes flowing through the graph; ``node`` made it (None: Input)."""
+
+    def __init__(self, spec: GenomeSpec, node: "Node | None", name: str):
+        self.spec, self.node, self.name = spec, node, name
+
+    @property
+    def shape(self) -> tuple:
+        return (None, *self.spec.shape)
+
+    @property
+    def dtype(self) -> tf.DType:
+        return self.spec.dtype
+
+    def __repr__(self) -> str:
+        source = self.node.op.name if self.node else "Input"
+        return f"<evo.SymbolicTensor {self.name!r} shape={self.shape} dtype={self.dtype.name} from {source}>"
+
+
+@dataclass(eq=False)
+class Node:
+    """One op applied to symbolic inputs."""
+
+    op: object
+    inputs: tuple[SymbolicTensor, ...]
+    output: SymbolicTensor | None = None
+
+
+def Input(shape, dtype="int32", name: str = "input") -> SymbolicTensor:  # noqa: N802 (Keras name)
+    """One genome's shape and dtype, without the population axis, e.g. ``Input((1024,), "int32")``."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
+        raise ValueError(f"Input shape must be a non-empty tuple of positive ints (one genome, no "
+                         f"population axis), e.g. (1024,) or (8, 8); got {shape!r}")
+    try:
+        dt = tf.as_dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"Input dtype {dtype!r} is not a TensorFlow dtype; use e.g. 'int32' or 'float32'") from exc
+    if not (dt.is_integer or dt.is_floating):
+        raise TypeError(f"Input dtype must be an integer or float type, got {dt.name}")
+    return SymbolicTensor(GenomeSpec(shape, dt), None, name)
+
+
+def connect(op, inputs: tuple[SymbolicTensor, ...], spec: GenomeSpec) -> SymbolicTensor:
+    """Record ``op(*inputs)`` as a node; return its symbolic output."""
+    node = Node(op, inputs)
+    node.output = SymbolicTensor(spec, node, op.name)
+    return node.output
+
+
+def topological_order(source: SymbolicTensor, outputs: list[SymbolicTensor]) -> list[Node]:
+    """The nodes between ``source`` and ``outputs``, each after the nodes it reads."""
+    order: list[Node] = []
+    seen: set[int] = set()
+
+    def visit(t: SymbolicTensor) -> None:
+        if t.node is None:
+            if t is not source:
+                raise ValueError(f"the graph reads {t!r}, which is not the model's Input; "
+                                 "a model has one Input: build every branch from it")
+            return
+        if id(t.node) in seen:
+            return
+        for parent in t.node.inputs:
+            visit(parent)
+        seen.add(id(t.node))
+        order.append(t.node)
+
+    for out in outputs:
+        visit(out)
+    return order

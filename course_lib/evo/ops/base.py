@@ -1,0 +1,128 @@
+"""What every variation op shares: the layer-like call, input checks, partner choice.
+
+An op is pure: ``apply(inputs, key, rows)`` maps full input populations to the
+children of ``rows`` using only tensor code (gathers, masks, ``where``), so the same
+op runs eagerly, in a ``tf.function`` and under XLA, on the whole population or on a
+batch of rows, with the same random numbers (see ``course_lib.evo.rng``).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import rng
+from course_lib.evo.graph import GenomeSpec, SymbolicTensor, connect
+from course_lib.evo.rng import Rows
+
+
+def check_rate(op: str, rate: Any, name: str = "rate") -> float:
+    """A probability in [0, 1], or a clear error."""
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{op}: {name} must be a number in [0, 1], got {rate!r}")
+    if not 0.0 <= float(rate) <= 1.0:
+        raise ValueError(f"{op}: {name} must be in [0, 1] (a probability), got {rate}")
+    return float(rate)
+
+
+class Op:
+    """A variation operator used like a Keras layer.
+
+    Called on a symbolic genome (from ``evo.Input``) it adds a node to the graph;
+    called on a population (tensor or NumPy array, shape (N, *genome)) it runs now,
+    with random numbers from ``seed``.
+    """
+
+    arity: tuple[int, int] = (1, 1)  # how many input populations it accepts (min, max)
+    packable = False  # has ``apply_packed`` for bit-packed 0/1 genomes
+    permutation = False  # needs each genome to be a permutation of 0..L-1
+    _names: collections.Counter = collections.Counter()
+
+    def __init__(self, name: str | None = None):
+        base = re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+        count = Op._names[base]
+        Op._names[base] += 1
+        self.name = name or (base if count == 0 else f"{base}_{count}")
+
+    # -- the layer-like call -------------------------------------------------------------
+    def __call__(self, *inputs, seed: int = 0):
+        lo, hi = self.arity
+        if not lo <= len(inputs) <= hi:
+            want = str(lo) if lo == hi else f"{lo} or {hi}"
+            raise TypeError(f"{type(self).__name__} takes {want} population(s), got {len(inputs)}")
+        symbolic = [isinstance(x, SymbolicTensor) for x in inputs]
+        if all(symbolic):
+            return connect(self, tuple(inputs), self.check(*[x.spec for x in inputs]))
+        if any(symbolic):
+            raise TypeError(f"{type(self).__name__}: inputs mix symbolic genomes (from evo.Input) "
+                            "and concrete populations; pass one kind")
+        tensors = [tf.convert_to_tensor(x) for x in inputs]
+        for t in tensors:
+            if len(t.shape) < 2:
+                raise ValueError(f"{type(self).__name__}: a population needs shape (individuals, "
+                                 f"*genome), got shape {tuple(t.shape)}; for one genome use x[None]")
+        if len({t.shape[0] for t in tensors}) > 1:
+            raise ValueError(f"{type(self).__name__}: input populations differ in size: "
+                             f"{[t.shape[0] for t in tensors]}")
+        self.check(*[GenomeSpec(tuple(t.shape[1:]), t.dtype) for t in tensors])
+        return self.apply(tensors, rng.key(seed), Rows.all(tensors[0].shape[0]))
+
+    # -- what subclasses define ----------------------------------------------------------
+    def check(self, *specs: GenomeSpec) -> GenomeSpec:
+        """Validate the input genomes; return the output genome. Default: all alike, unchanged."""
+        first = specs[0]
+        for s in specs[1:]:
+            if s != first:
+                raise ValueError(f"{type(self).__name__}: its inputs must have the same genome, "
+                                 f"got {first} and {s}")
+        return first
+
+    def apply(self, inputs: list[tf.Tensor], key: tf.Tensor, rows: Rows) -> tf.Tensor:
+        """Children for ``rows`` from the full input populations."""
+        raise NotImplementedError
+
+    def apply_packed(self, inputs: list[tf.Tensor], key: tf.Tensor, rows: Rows,
+                     spec: GenomeSpec) -> tf.Tensor:
+        """``apply`` on bit-packed words (N, W) of 0/1 genomes (only when ``packable``)."""
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        """The op's parameters, for ``repr``, ``Model.summary`` and checkpoints."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={_fmt(v)}" for k, v in self.config().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- checks shared by subclasses -------------------------------------------------------
+    def require(self, spec: GenomeSpec, kind: str) -> None:
+        """Raise TypeError unless the genome dtype is of ``kind`` ('integer' or 'float')."""
+        ok = spec.dtype.is_integer if kind == "integer" else spec.dtype.is_floating
+        if not ok:
+            hint = ("cast the population, or use GaussianMutation for float genomes"
+                    if kind == "integer" else "use BitFlipMutation or RandomValueMutation for integer genomes")
+            raise TypeError(f"{type(self).__name__} needs {kind} genomes, got dtype "
+                            f"{spec.dtype.name}; {hint}")
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else repr(v)
+
+
+def partner_rows(inputs: list[tf.Tensor], key: tf.Tensor, rows: Rows) -> tf.Tensor:
+    """Each child's mate, chosen per individual.
+
+    With one input the mate is another individual of the same population (never itself);
+    with two inputs it is any individual of the second.
+    """
+    n = rows.total
+    if len(inputs) == 2:
+        return tf.gather(inputs[1], rng.integers(key, rows, (), n))
+    if n == 1:
+        return inputs[0]
+    offset = rng.integers(key, rows, (), n - 1) + 1
+    return tf.gather(inputs[0], (rows.index() + offset) % n)

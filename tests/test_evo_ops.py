@@ -1,0 +1,336 @@
+"""course_lib.evo ops, random numbers and packing: valid output, per-individual randomness,
+XLA compilation, batch invariance, packed == unpacked, and clear errors."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import evo
+from course_lib.evo import packed, rng
+from course_lib.evo.graph import GenomeSpec
+from course_lib.evo.ops.mutation import GeneMask
+from course_lib.evo.rng import Rows
+
+N = 24
+
+
+def binary(n=N, length=40, seed=0):
+    return evo.population.random_integers((n, length), 0, 2, seed=seed)
+
+
+def labelled(n=N, shape=(40,)):
+    """Row i is all i: a child's genes then name the parents they came from."""
+    return tf.constant(np.broadcast_to(np.arange(n).reshape((n,) + (1,) * len(shape)), (n, *shape)).copy(), tf.int32)
+
+
+# -- random numbers ---------------------------------------------------------------------------
+
+
+def test_threefry_matches_the_reference_test_vectors():
+    u32 = tf.uint32
+    cases = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+             ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+             ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
+    for key, ctr, expected in cases:
+        a, b = rng.threefry2x32(tf.constant(key, u32), tf.constant(ctr[0], u32), tf.constant(ctr[1], u32))
+        assert (int(a), int(b)) == expected
+
+
+def test_draws_depend_only_on_key_row_and_column():
+    key = rng.key(3)
+    full = rng.bits(key, Rows.all(10), (7,)).numpy()
+    part = rng.bits(key, Rows(4, 3, 10), (7,)).numpy()
+    np.testing.assert_array_equal(part, full[4:7])
+    assert not np.array_equal(full, rng.bits(rng.fold_in(key, 1), Rows.all(10), (7,)).numpy())
+
+
+def test_uniform_integers_and_normal_ranges():
+    rows = Rows.all(200)
+    u = rng.uniform(rng.key(0), rows, (50,)).numpy()
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    i = rng.integers(rng.key(1), rows, (50,), 7).numpy()
+    assert i.min() == 0 and i.max() == 6
+    z = rng.normal(rng.key(2), rows, (50,)).numpy()
+    assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
+
+
+def test_seed_must_be_a_non_negative_int():
+    with pytest.raises(ValueError, match="seed must be a whole number"):
+        rng.key(-1)
+
+
+def test_cos_2pi_is_accurate():
+    from course_lib.evo.fastmath import cos_2pi
+
+    x = np.linspace(-6, 6, 10001).astype(np.float32)
+    np.testing.assert_allclose(cos_2pi(tf.constant(x)).numpy(), np.cos(2 * np.pi * x.astype(np.float64)), atol=1e-6)
+
+
+# -- mutation ---------------------------------------------------------------------------------
+
+
+def flipped_columns(before, after):
+    return [tuple(np.flatnonzero(r)) for r in (np.asarray(before) != np.asarray(after)).reshape(len(before), -1)]
+
+
+@pytest.mark.parametrize("rate", [1 / 40, 0.5])  # sparse (sampled positions) and dense
+def test_bit_flip_flips_different_genes_in_each_individual(rate):
+    x = binary()
+    y = evo.ops.BitFlipMutation(rate)(x).numpy()
+    assert set(np.unique(y)) <= {0, 1}
+    cols = flipped_columns(x, y)
+    assert len(set(c for c in cols if c)) > 3  # not the same columns for everyone (EvoFlow's bug)
+    share = np.mean(np.asarray(x) != y)
+    assert abs(share - rate) < 0.1 + 2 * rate
+
+
+def test_gene_mask_count_is_binomial():
+    mask = GeneMask(2 / 100, 100)
+    assert mask.sparse
+    picked = mask.genes(rng.key(5), Rows.all(4000)).numpy().sum(1)
+    assert abs(picked.mean() - 2.0) < 0.1  # repeats are rare at this rate
+    assert GeneMask(0.0, 100).genes(rng.key(5), Rows.all(3)).numpy().sum() == 0
+    assert GeneMask(1.0, 100).genes(rng.key(5), Rows.all(3)).numpy().all()
+
+
+def test_random_value_mutation_keeps_bounds_and_differs_per_individual():
+    x = evo.population.random_integers((N, 30), 3, 6, seed=1)
+    y = evo.ops.RandomValueMutation(rate=0.2, low=3, high=6)(x).numpy()
+    assert y.min() >= 3 and y.max() <= 5
+    assert len(set(flipped_columns(x, y))) > 3
+
+
+def test_gaussian_mutation_clips_and_differs_per_individual():
+    x = evo.population.uniform((N, 30), -1, 1, seed=1)
+    y = evo.ops.GaussianMutation(stddev=0.5, rate=0.5, low=-1.0, high=1.0)(x).numpy()
+    assert y.min() >= -1 and y.max() <= 1
+    cols = flipped_columns(x, y)
+    assert len(set(cols)) == N and 5 < np.mean([len(c) for c in cols]) < 25
+
+
+def test_mutations_work_on_2d_and_3d_genomes():
+    x = evo.population.random_integers((N, 4, 5, 3), 0, 2)
+    y = evo.ops.BitFlipMutation(0.1)(x)
+    assert y.shape == x.shape and len(set(flipped_columns(x, y))) > 3
+    f = evo.population.uniform((N, 8, 8), 0, 1)
+    assert evo.ops.GaussianMutation(0.1)(f).shape == f.shape
+
+
+# -- crossover --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [evo.ops.UniformCrossover(), evo.ops.SinglePointCrossover(),
+                                evo.ops.TwoPointCrossover()], ids=lambda o: type(o).__name__)
+def test_crossover_children_take_each_gene_from_parent_or_one_mate(op):
+    x = labelled()
+    child = op(x, seed=4).numpy()
+    mates = []
+    for i, row in enumerate(child):
+        others = set(np.unique(row)) - {i}
+        assert len(others) <= 1  # genes from the parent i and from one mate, in place
+        mates.append(others.pop() if others else None)
+    assert len(set(m for m in mates if m is not None)) > 5  # mates chosen per individual
+
+
+def test_two_input_crossover_masks_differ_per_individual():
+    zeros, ones = tf.zeros((N, 64), tf.int32), tf.ones((N, 64), tf.int32)
+    uniform = evo.ops.UniformCrossover()(zeros, ones).numpy()
+    assert len({tuple(r) for r in uniform}) == N and 0.35 < uniform.mean() < 0.65
+    single = evo.ops.SinglePointCrossover()(zeros, ones).numpy()
+    for row in single:  # the parent's genes, then from the cut on the mate's
+        cut = np.argmax(row)
+        assert 1 <= cut < 64 and row[:cut].sum() == 0 and row[cut:].all()
+    assert len({tuple(r) for r in single}) > 5
+    two = evo.ops.TwoPointCrossover()(zeros, ones).numpy()
+    for row in two:  # one contiguous segment from the mate
+        assert np.count_nonzero(np.diff(np.concatenate([[0], row, [0]]))) in (0, 2)
+
+
+def test_point_crossovers_cut_along_the_first_genome_axis():
+    zeros, ones = tf.zeros((N, 6, 5), tf.int32), tf.ones((N, 6, 5), tf.int32)
+    for op in (evo.ops.SinglePointCrossover(), evo.ops.TwoPointCrossover()):
+        child = op(zeros, ones).numpy()
+        assert (child == child[:, :, :1]).all()  # whole rows of the 6x5 genome
+    uniform = evo.ops.UniformCrossover()(zeros, ones).numpy()
+    assert not (uniform == uniform[:, :, :1]).all()
+
+
+# -- permutations -------------------------------------------------------------------------------
+
+PERMUTATION_OPS = [evo.ops.SwapMutation(), evo.ops.InversionMutation(), evo.ops.ShuffleMutation(),
+                   evo.ops.OrderCrossover()]
+
+
+@pytest.mark.parametrize("op", PERMUTATION_OPS, ids=lambda o: type(o).__name__)
+def test_permutation_ops_keep_permutations_and_differ_per_individual(op):
+    x = evo.population.permutations(N, 30, seed=2)
+    y = op(x, seed=1).numpy()
+    np.testing.assert_array_equal(np.sort(y, axis=1), np.tile(np.arange(30), (N, 1)))
+    changed = flipped_columns(x, y)
+    assert len(set(c for c in changed if c)) > N // 2
+
+
+def test_inversion_reverses_one_segment():
+    x = evo.population.permutations(N, 20, seed=3).numpy()
+    y = evo.ops.InversionMutation()(x).numpy()
+    for a, b in zip(x, y):
+        diff = np.flatnonzero(a != b)
+        if diff.size:
+            lo, hi = diff[0], diff[-1] + 1
+            np.testing.assert_array_equal(b[lo:hi], a[lo:hi][::-1])
+
+
+def order_crossover_reference(parent, mate, a, b):
+    """OX by the textbook: parent[a:b] in place, the rest in the mate's order from b on."""
+    n = len(parent)
+    child = np.full(n, -1)
+    child[a:b] = parent[a:b]
+    rest = [g for g in np.roll(mate, -b) if g not in set(parent[a:b])]
+    for k, g in enumerate(rest):
+        child[(b + k) % n] = g
+    return child
+
+
+def test_order_crossover_is_textbook_ox_with_a_segment_per_individual():
+    n = 10
+    parents = evo.population.permutations(N, n, seed=5).numpy()
+    mate = np.random.default_rng(0).permutation(n)
+    child = evo.ops.OrderCrossover()(parents, np.tile(mate, (N, 1)).astype(np.int32)).numpy()
+    segments = []
+    for p, c in zip(parents, child):
+        found = [(a, b) for a in range(n + 1) for b in range(a, n + 1)
+                 if np.array_equal(order_crossover_reference(p, mate, a, b), c)]
+        assert found, f"{c} is not an OX child of {p} and {mate}"
+        segments.append(found[0])
+    assert len(set(segments)) > 5
+
+
+def test_shuffle_only_moves_genes_inside_a_segment():
+    x = evo.population.permutations(N, 20, seed=7).numpy()
+    y = evo.ops.ShuffleMutation()(x).numpy()
+    for a, b in zip(x, y):
+        diff = np.flatnonzero(a != b)
+        if diff.size:
+            lo, hi = diff[0], diff[-1] + 1
+            assert set(a[lo:hi]) == set(b[lo:hi])
+
+
+# -- every op compiles with XLA and agrees across modes ----------------------------------------------
+
+ALL_OPS = [
+    (evo.ops.BitFlipMutation(1 / 32), "binary"),
+    (evo.ops.BitFlipMutation(0.4), "binary"),
+    (evo.ops.RandomValueMutation(0.1, 0, 9), "binary"),
+    (evo.ops.GaussianMutation(0.1, rate=0.3, low=-1.0, high=1.0), "float"),
+    (evo.ops.UniformCrossover(), "binary"),
+    (evo.ops.SinglePointCrossover(), "binary"),
+    (evo.ops.TwoPointCrossover(), "binary"),
+] + [(op, "permutation") for op in PERMUTATION_OPS]
+
+
+def population_of(kind, n=16, length=32):
+    if kind == "binary":
+        return binary(n, length)
+    if kind == "float":
+        return evo.population.uniform((n, length), -1, 1)
+    return evo.population.permutations(n, length)
+
+
+@pytest.mark.parametrize("op,kind", ALL_OPS, ids=lambda v: repr(v) if not isinstance(v, str) else "")
+def test_every_op_compiles_with_xla_and_matches_eager(op, kind):
+    x = population_of(kind)
+    eager = op(x).numpy()
+    xla = tf.function(op, jit_compile=True)(x).numpy()
+    if kind == "float":
+        np.testing.assert_allclose(xla, eager, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(xla, eager)  # integer random numbers: bit-identical
+
+
+@pytest.mark.parametrize("op,kind", ALL_OPS, ids=lambda v: repr(v) if not isinstance(v, str) else "")
+def test_every_op_gives_the_same_rows_in_batches(op, kind):
+    x = population_of(kind)
+    key = rng.key(9)
+    full = op.apply([x], key, Rows.all(16)).numpy()
+    part = op.apply([x], key, Rows(5, 6, 16)).numpy()
+    np.testing.assert_array_equal(part, full[5:11])
+
+
+# -- packing ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(64,), (70,), (6, 7)])
+def test_pack_unpack_round_trip(shape):
+    x = evo.population.random_integers((5, *shape), 0, 2)
+    words = packed.pack(x)
+    assert words.dtype == tf.uint32 and words.shape == (5, packed.n_words(int(np.prod(shape))))
+    np.testing.assert_array_equal(packed.unpack(words, shape, tf.int32).numpy(), x.numpy())
+    np.testing.assert_array_equal(packed.popcount(words).numpy(), x.numpy().reshape(5, -1).sum(1))
+
+
+PACKABLE = [evo.ops.BitFlipMutation(1 / 70), evo.ops.BitFlipMutation(0.3), evo.ops.UniformCrossover(),
+            evo.ops.SinglePointCrossover(), evo.ops.TwoPointCrossover()]
+
+
+@pytest.mark.parametrize("shape", [(70,), (6, 7)])
+@pytest.mark.parametrize("op", PACKABLE, ids=repr)
+def test_packed_ops_equal_unpacked_ops(op, shape):
+    x = evo.population.random_integers((N, *shape), 0, 2, seed=8)
+    spec = GenomeSpec(shape, tf.int32)
+    key, rows = rng.key(11), Rows.all(N)
+    plain = op.apply([x], key, rows).numpy()
+    words = op.apply_packed([packed.pack(x)], key, rows, spec)
+    np.testing.assert_array_equal(packed.unpack(words, shape, tf.int32).numpy(), plain)
+
+
+def test_interval_words_set_exactly_the_interval():
+    lo, hi = tf.constant([0, 5, 31, 40, 10]), tf.constant([70, 5, 33, 64, 70])
+    bits = packed.words_to_bits(packed.interval_words(lo, hi, 3), 70).numpy()
+    pos = np.arange(70)
+    expected = (pos >= lo.numpy()[:, None]) & (pos < hi.numpy()[:, None])
+    np.testing.assert_array_equal(bits, expected)
+
+
+# -- bad input ------------------------------------------------------------------------------------------
+
+
+def test_op_dtype_errors_name_the_problem():
+    floats = evo.Input((8,), "float32")
+    ints = evo.Input((8,), "int32")
+    with pytest.raises(TypeError, match="BitFlipMutation needs integer genomes, got dtype float32"):
+        evo.ops.BitFlipMutation(0.1)(floats)
+    with pytest.raises(TypeError, match="GaussianMutation needs float genomes, got dtype int32"):
+        evo.ops.GaussianMutation(0.1)(ints)
+    with pytest.raises(TypeError, match="InversionMutation needs integer permutation genomes.*float"):
+        evo.ops.InversionMutation()(floats)
+    with pytest.raises(TypeError, match="OrderCrossover needs integer permutation genomes"):
+        evo.ops.OrderCrossover()(tf.zeros((4, 8)))
+    with pytest.raises(ValueError, match="needs 1-D permutation genomes"):
+        evo.ops.SwapMutation()(evo.Input((4, 4), "int32"))
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5])
+def test_rates_must_be_probabilities(rate):
+    with pytest.raises(ValueError, match=r"rate must be in \[0, 1\]"):
+        evo.ops.BitFlipMutation(rate)
+    with pytest.raises(ValueError, match=r"rate must be in \[0, 1\]"):
+        evo.ops.SwapMutation(rate)
+
+
+def test_other_op_argument_errors():
+    with pytest.raises(TypeError, match="rate must be a number"):
+        evo.ops.BitFlipMutation("high")
+    with pytest.raises(ValueError, match="low < high"):
+        evo.ops.RandomValueMutation(0.1, low=5, high=5)
+    with pytest.raises(ValueError, match="stddev must be a positive number"):
+        evo.ops.GaussianMutation(0)
+    with pytest.raises(ValueError, match="needs length >= 2"):
+        evo.ops.SinglePointCrossover()(evo.Input((1, 4), "int32"))
+    with pytest.raises(ValueError, match="must have the same genome"):
+        evo.ops.UniformCrossover()(evo.Input((8,), "int32"), evo.Input((9,), "int32"))
+    with pytest.raises(TypeError, match="takes 1 or 2 population"):
+        evo.ops.UniformCrossover()(*[evo.Input((8,))] * 3)
+    with pytest.raises(ValueError, match="a population needs shape"):
+        evo.ops.BitFlipMutation(0.1)(tf.zeros((8,), tf.int32))
+    with pytest.raises(TypeError, match="mix symbolic genomes"):
+        evo.ops.UniformCrossover()(evo.Input((8,)), tf.zeros((2, 8), tf.int32))
