@@ -1,5 +1,7 @@
 """The deep thin MLP: three ways to write it compute one function; shapes; training."""
 
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -84,3 +86,16 @@ def test_every_variant_builds_a_callable_of_the_right_shape():
         assert out.shape == (3, 4)
     for out in outputs[1:]:
         np.testing.assert_allclose(out, outputs[1], rtol=1e-4, atol=1e-6)
+
+
+def test_deeper_than_the_recursion_limit_builds_and_restores_it():
+    # Keras maps a Functional graph with one Python frame per layer; lower the limit so that
+    # a cheap model stands in for a 1000-layer one
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        model = dt.functional(depth=300)
+        assert sys.getrecursionlimit() == 300
+    finally:
+        sys.setrecursionlimit(old)
+    assert len(dt.dense_layers(model)) == 300

@@ -12,6 +12,8 @@ plus one ``tf.function`` graph and one XLA-compiled graph, in front of the speed
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Callable
 
 import numpy as np
@@ -39,12 +41,25 @@ def _dense(i: int, width: int, activation: str) -> layers.Dense:
     return layers.Dense(width, activation=act, kernel_initializer="orthogonal", name=f"dense_{i:04d}")
 
 
+@contextlib.contextmanager
+def _recursion_limit(depth: int):
+    """Keras maps a Functional graph recursively, one Python frame per layer; a chain of 1000
+    layers needs more than Python's default limit of 1000 frames."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 5 * depth + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def sequential(depth: int = 250, width: int = 4, activation: str = "tanh", seed: int = 0) -> keras.Sequential:
     """``depth`` Dense(width) layers as a ``keras.Sequential``."""
     _check(depth, width, activation)
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((width,))] + [_dense(i, width, activation) for i in range(depth)],
-                            name="sequential")
+    with _recursion_limit(depth):
+        return keras.Sequential([keras.Input((width,))] + [_dense(i, width, activation) for i in range(depth)],
+                                name="sequential")
 
 
 def functional(depth: int = 250, width: int = 4, activation: str = "tanh", seed: int = 0) -> keras.Model:
@@ -55,7 +70,8 @@ def functional(depth: int = 250, width: int = 4, activation: str = "tanh", seed:
     x = inputs
     for i in range(depth):
         x = _dense(i, width, activation)(x)
-    return keras.Model(inputs, x, name="functional")
+    with _recursion_limit(depth):
+        return keras.Model(inputs, x, name="functional")
 
 
 class Subclassed(keras.Model):
