@@ -16,6 +16,8 @@ BENCHMARKS = {
     "eager-vs-graph": "course_lib.graphs:bench_eager_vs_graph",
     "gan": "course_lib.models.gan:bench_journey",
     "xla": "course_lib.xla:bench_xla",
+    "tfdata": "course_lib.data:bench_pipelines",
+    "strategies": "course_lib.distribute:bench_strategies",
 }
 
 

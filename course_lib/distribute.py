@@ -47,7 +47,8 @@ from course_lib import bench
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants",
     "STRATEGIES", "make_strategy", "replicas", "variable_placement", "regression_data", "make_model",
-    "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_widget",
+    "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_variants",
+    "strategy_widget", "bench_strategies",
     "WorkerError", "WorkerTimeout", "free_ports", "tf_config", "worker_context", "launch",
     "multi_worker_train",
 ]
@@ -383,18 +384,16 @@ def batch_size_study(x, y, *, batch_sizes: Sequence[int] = (16, 64, 256), base_l
     return rows
 
 
-def strategy_widget(devices: Sequence[str], x, y, *, global_batches: Sequence[int] = (64, 256, 1024),
-                    steps: int = 5, repeats: int = 3):
-    """A ``SpeedupWidget`` timing ``steps`` training steps under each strategy, global batch as the knob."""
+def strategy_variants(devices: Sequence[str], x, y, *, steps: int = 5) -> dict:
+    """Builders for ``SpeedupWidget`` or ``bench.compare``: ``steps`` training steps of the custom
+    loop under each strategy. Each builder takes ``global_batch``."""
     import keras
-
-    from course_lib.widgets import SpeedupWidget
 
     devices = _check_devices(devices)
     variants = {"default": ("default", devices), "one device": ("one device", devices),
                 f"mirrored x{min(2, len(devices))}": ("mirrored", devices[:2]),
                 f"mirrored x{len(devices)}": ("mirrored", devices),
-                f"central storage x{len(devices)}": ("central storage", devices)}
+                f"central storage x{min(2, len(devices))}": ("central storage", devices[:2])}
     strategies = {}
 
     def builder(label):
@@ -416,9 +415,46 @@ def strategy_widget(devices: Sequence[str], x, y, *, global_batches: Sequence[in
             return run
         return build
 
-    return SpeedupWidget({label: builder(label) for label in variants}, sizes={"global_batch": list(global_batches)},
-                         baseline="default", repeats=repeats,
-                         title=f"{steps} training steps per call, by strategy")
+    return {label: builder(label) for label in variants}
+
+
+def strategy_widget(devices: Sequence[str], x, y, *, global_batches: Sequence[int] = (64, 256, 1024),
+                    steps: int = 5, repeats: int = 3):
+    """A ``SpeedupWidget`` timing ``steps`` training steps under each strategy, global batch as the knob."""
+    from course_lib.widgets import SpeedupWidget
+
+    return SpeedupWidget(strategy_variants(devices, x, y, steps=steps), sizes={"global_batch": list(global_batches)},
+                         baseline="default", repeats=repeats, title=f"{steps} training steps per call, by strategy")
+
+
+def bench_strategies(argv: list[str]) -> int:
+    """``course bench strategies``: step time per strategy on virtual CPUs, printed and saved as JSON."""
+    import argparse
+
+    from course_lib.devices import virtual_cpus
+
+    parser = argparse.ArgumentParser(prog="course bench strategies", description=bench_strategies.__doc__)
+    parser.add_argument("--devices", type=int, default=4, help="virtual CPU devices")
+    parser.add_argument("--global-batch", type=int, nargs="+", default=[64, 1024], help="global batch sizes")
+    parser.add_argument("--steps", type=int, default=5, help="training steps per timed call")
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per variant")
+    parser.add_argument("--json", default="build/bench/strategies.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    cpus = virtual_cpus(args.devices)  # before any other TensorFlow work
+    x, y = regression_data()
+    builders = strategy_variants(cpus, x, y, steps=args.steps)
+    records = []
+    for batch in args.global_batch:
+        result = bench.compare({name: build(global_batch=batch) for name, build in builders.items()},
+                               repeats=args.repeats, title=f"{args.steps} steps, global batch {batch}",
+                               params={"global_batch": batch, "steps": args.steps})
+        print(result, end="\n\n")
+        records.append(result.to_dict())
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": records}, indent=2, default=str) + "\n")
+    print(f"wrote {path}")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """course_lib.data: every pipeline variant yields the naive pipeline's records; the record
 of a run says who produced and consumed each element; shuffling keeps its promise."""
 
+import json
 import os
 
 import numpy as np
@@ -157,6 +158,17 @@ def test_compare_pipelines_measures_each_variant(shards):
     result = data.compare_pipelines(shards, ["naive", "vectorised"], latency=FAST, repeats=1)
     assert result.names == ["naive", "vectorised"] and result.baseline == "naive"
     assert all(t.median_s > 0 for t in result.timings)
+
+
+def test_benchmark_writes_every_variant(tmp_path):
+    out = tmp_path / "tfdata.json"
+    assert data.bench_pipelines(["--shards", "2", "--records", "4", "--batch", "4", "--open-ms", "0",
+                                 "--record-ms", "0", "--map-ms", "0", "--threads", "0", "2", "--repeats", "1",
+                                 "--json", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert len(saved["comparisons"]) == 2
+    assert [v["name"] for v in saved["comparisons"][0]["variants"]] == list(data.VARIANTS)
+    assert saved["comparisons"][1]["params"]["threads"] == 2
 
 
 def test_widget_runs_headless(shards):

@@ -42,6 +42,10 @@ def strategy_report():
             out["runs"].append({"strategy": name, "how": train.__name__, "replicas": r.replicas, "name": r.strategy,
                                 "variables": distribute.variable_placement(strategy),
                                 "per_replica": r.per_replica_batch, "losses": r.losses, "logged": r.logged})
+    bench_json = os.path.join(os.environ["REPORT_DIR"], "strategies.json")
+    distribute.bench_strategies(["--repeats", "1", "--steps", "1", "--global-batch", "16", "--json", bench_json])
+    with open(bench_json) as fh:
+        out["bench"] = json.load(fh)
     out["traffic"] = {
         "chain4": distribute.traffic(distribute.chain(cpus, width=32, depth=4, features=16), 8),
         "chain1": distribute.traffic(distribute.chain(cpus[:1], width=32, depth=4, features=16), 8),
@@ -66,14 +70,16 @@ def _children() -> list[str]:
 # -- strategies and model parallelism, in a fresh process with 4 virtual CPUs ---------------------------
 
 @pytest.fixture(scope="module")
-def report():
+def report(tmp_path_factory):
     source = f"""
         import json, sys
         sys.path.insert(0, {TESTS!r})
         import test_distribute
         print("REPORT " + json.dumps(test_distribute.strategy_report()))
     """
-    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=170)
+    folder = str(tmp_path_factory.mktemp("report"))
+    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3", "REPORT_DIR": folder},
+                              timeout=170)
     line = [s for s in proc.stdout.splitlines() if s.startswith("REPORT ")][-1]
     return json.loads(line[len("REPORT "):])
 
@@ -119,6 +125,14 @@ def test_towers_cross_devices_only_at_input_and_join(report):
     joins = sorted((r["from"], r["to"], r["shape"]) for r in rows if r["from"] != "input")
     assert joins == [("CPU:1", "CPU:0", [8, 8]), ("CPU:2", "CPU:0", [8, 8]), ("CPU:3", "CPU:0", [8, 8])]
     assert sorted(r["to"] for r in rows if r["from"] == "input") == ["CPU:0", "CPU:1", "CPU:2", "CPU:3"]
+
+
+def test_strategies_benchmark_times_every_strategy(report):
+    [comparison] = report["bench"]["comparisons"]
+    assert [v["name"] for v in comparison["variants"]] == ["default", "one device", "mirrored x2", "mirrored x4",
+                                                           "central storage x2"]
+    assert comparison["params"] == {"global_batch": 16, "steps": 1}
+    assert report["bench"]["machine"]["devices"][-1].endswith("CPU:3")
 
 
 # -- in this process (one CPU device) ---------------------------------------------------------------------
