@@ -334,8 +334,12 @@ class Model:
         return Plan(f"one generation (mode={self.mode!r}, seed={self.seed}; {note}):", steps)
 
     def signature(self, n: int) -> str:
-        """What a checkpoint must match to resume this model exactly."""
-        return "\n".join(self.plan().steps + [f"input {self.input.spec}, seed {self.seed}, population {n}"])
+        """What a checkpoint must match to resume this model exactly (ops by position, not name)."""
+        index = {id(self.input): 0} | {id(node.output): i + 1 for i, node in enumerate(self.nodes)}
+        ops = [f"{i + 1}: {node.op!r} <- {[index[id(t)] for t in node.inputs]}" for i, node in enumerate(self.nodes)]
+        outputs = [index[id(o)] for o in self.outputs]
+        return "\n".join(ops + [f"children {outputs}; fitness {self.fitness!r}; selection {self.selection!r}",
+                                f"input {self.input.spec}; seed {self.seed}; population {n}"])
 
     # -- evolve --------------------------------------------------------------------------
     def _population(self, population) -> tf.Tensor:
