@@ -7,6 +7,7 @@ key results (cells tagged ``key-result``) into one HTML page with the machine it
 
 from __future__ import annotations
 
+import ast
 import html
 import os
 import time
@@ -98,8 +99,12 @@ def coerce_params(path: Path, raw: Mapping[str, str]) -> dict[str, Any]:
             except ValueError:
                 raise ValueError(f"parameter {name!r} of {path.name} takes a {kind.__name__}, "
                                  f"got {value!r}") from None
-        else:
-            out[name] = value
+        else:  # lists, tuples, dicts, None: a Python literal, e.g. -p LENGTHS "[8, 16, 32]"
+            try:
+                out[name] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise ValueError(f"parameter {name!r} of {path.name} takes a Python literal like "
+                                 f"{defaults[name]!r}, got {value!r}") from None
     return out
 
 

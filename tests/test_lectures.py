@@ -27,7 +27,7 @@ def course(tmp_path):
     folder.mkdir()
     write_nb(folder / "00_ok.ipynb", [
         nbformat.v4.new_markdown_cell("# Zero: a fine lecture"),
-        tagged("N = 3\nNAME = 'a'\nFAST = False", "parameters"),
+        tagged("N = 3\nNAME = 'a'\nFAST = False\nSIZES = [1, 2]", "parameters"),
         tagged("print('N is', N, NAME, FAST)", "key-result"),
     ])
     write_nb(folder / "01_broken.ipynb", [
@@ -59,10 +59,13 @@ def test_runner_executes_with_parameters_and_names_failures(course, tmp_path):
 
 
 def test_bad_parameters_and_numbers_are_named(course):
-    with pytest.raises(ValueError, match="00_ok.ipynb has no parameter 'M'; its parameters are: N, NAME, FAST"):
+    with pytest.raises(ValueError, match="00_ok.ipynb has no parameter 'M'; its parameters are: N, NAME, FAST, SIZES"):
         lectures.coerce_params(course / "00_ok.ipynb", {"M": "1"})
     with pytest.raises(ValueError, match="parameter 'N' of 00_ok.ipynb takes a int, got 'many'"):
         lectures.coerce_params(course / "00_ok.ipynb", {"N": "many"})
+    assert lectures.coerce_params(course / "00_ok.ipynb", {"SIZES": "[4, 8]"}) == {"SIZES": [4, 8]}
+    with pytest.raises(ValueError, match="parameter 'SIZES' of 00_ok.ipynb takes a Python literal like"):
+        lectures.coerce_params(course / "00_ok.ipynb", {"SIZES": "four"})
     with pytest.raises(ValueError, match="no lecture numbered 42"):
         lectures.lectures(course, ["42"])
 
