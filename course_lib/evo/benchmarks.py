@@ -156,6 +156,14 @@ def _write_json(path: str, data) -> None:
         fh.write("\n")
 
 
+def _shape(text: str) -> tuple[int, int]:
+    try:
+        n, length = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a population shape is NxL, e.g. 1024x256; got {text!r}") from None
+    return n, length
+
+
 def bench_ops(argv: list[str]) -> int:
     """Per-op eager / autograph (tf.function) / XLA times and speedups at a few population shapes."""
     parser = argparse.ArgumentParser(prog="course bench ops", description=bench_ops.__doc__)
@@ -163,8 +171,10 @@ def bench_ops(argv: list[str]) -> int:
     parser.add_argument("--json", default="build/bench/ops.json", help="where to write the results")
     parser.add_argument("--module", action="append", choices=sorted(op_cases()),
                         help="only these op modules (repeatable)")
+    parser.add_argument("--shapes", nargs="+", type=_shape, metavar="NxL",
+                        help="population shapes, e.g. 256x64 4096x1024")
     args = parser.parse_args(argv)
-    shapes = [(64, 32), (256, 128)] if args.quick else [(256, 64), (1024, 256), (4096, 1024)]
+    shapes = args.shapes or ([(64, 32), (256, 128)] if args.quick else [(256, 64), (1024, 256), (4096, 1024)])
     repeats = 3 if args.quick else 5
     cases = op_cases()
     records, summary = [], []
