@@ -241,11 +241,10 @@ class Recorder:
     def plot(self, ax=None, *, title: str = ""):
         """The timeline: one lane per thread, one colour per stage (``plotting.timeline``)."""
         lanes = self.lanes()
-        spans = [{"lane": lanes[e.thread], "label": e.stage, "start": e.start, "end": e.end}
-                 for e in self.events]
+        spans = [{"lane": lanes[e.thread], "label": e.stage, "start": e.start, "end": e.end} for e in self.events]
         if not spans:
             raise ValueError("nothing recorded yet: pass this Recorder to pipeline() and consume()")
-        ax = plotting.timeline(spans, ax=ax)
+        ax = plotting.timeline(spans, ax=ax, lanes=list(lanes.values()), labels=self.STAGES)  # same colours always
         if title:
             ax.set_title(title)
         return ax
@@ -459,8 +458,15 @@ def plot_runs(runs: dict[str, Recorder]):
     lanes = [len(r.lanes()) for r in runs.values()]
     fig, axes = plt.subplots(len(runs), 1, sharex=True, figsize=(8, 1.0 + 0.28 * sum(lanes)),
                              height_ratios=lanes, layout="constrained")
-    for ax, (name, recorder) in zip(np.atleast_1d(axes), runs.items()):
+    axes = np.atleast_1d(axes)
+    for ax, (name, recorder) in zip(axes, runs.items()):
         recorder.plot(ax=ax, title=name)
+        if ax is not axes[-1]:
+            ax.set_xlabel("")
+        if ax is axes[0]:
+            ax.get_legend().set(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it hides no spans
+        else:
+            ax.get_legend().remove()
     return axes
 
 

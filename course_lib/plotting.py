@@ -45,15 +45,18 @@ def speedup_bars(comparison, ax=None):
     return ax
 
 
-def timeline(events: Sequence[Mapping], ax=None, *, lane_key: str = "lane", label_key: str = "label"):
+def timeline(events: Sequence[Mapping], ax=None, *, lane_key: str = "lane", label_key: str = "label",
+             lanes: Sequence | None = None, labels: Sequence | None = None):
     """Horizontal spans on lanes: each event has ``start`` and ``end`` (seconds), a lane and a label.
 
     Used for tf.data pipelines (which thread produced which element, when) and for
-    profiles of training steps.
+    profiles of training steps. Lanes (top to bottom) and label colours follow the order
+    of first appearance, after those listed in ``lanes`` and ``labels``: fixing them
+    keeps colours and legends the same across several plots.
     """
     ax = _axes(ax, figsize=(8, 3))
-    lanes: list = []
-    labels: list = []
+    lanes = list(lanes or [])
+    labels = list(labels or [])
     cmap = plt.get_cmap("tab10")
     for ev in events:
         lane = ev[lane_key]

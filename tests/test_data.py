@@ -144,6 +144,7 @@ def test_timeline_figure_has_a_lane_per_thread(shards):
     ax = rec.plot(title="interleave")
     assert [t.get_text() for t in ax.get_yticklabels()] == list(rec.lanes().values())
     assert ax.get_title() == "interleave"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(data.Recorder.STAGES), "fixed colours"
     axes = data.plot_runs({"naive": data.record_run(shards, "naive", latency=FAST), "interleave": rec})
     assert len(axes) == 2
     plt.close("all")
