@@ -17,6 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench
+from course_lib.evo import fusion, rng
+from course_lib.evo.rng import Rows
 
 # -- NumPy references ------------------------------------------------------------------------
 
@@ -182,10 +184,16 @@ def bench_ops(argv: list[str]) -> int:
     for module in args.module or list(cases):
         for label, make, kind in cases[module]:
             for n, length in shapes:
-                op, x = make(length), _population(kind, n, length)
-                compiled = tf.function(op), tf.function(op, jit_compile=True)
-                variants = {"eager": lambda: op(x), "autograph": lambda: compiled[0](x),
-                            "xla": lambda: compiled[1](x)}
+                op, x, key = make(length), _population(kind, n, length), rng.key(0)
+
+                def run(x, key, op=op, rows=Rows.all(n)):
+                    return op.apply([x], key, rows)
+
+                # the key is an argument, as in the engine: a constant one would let
+                # graph and XLA compilers fold the random numbers away
+                compiled = {"autograph": tf.function(run), "xla": fusion.xla_function(run)}
+                variants = {"eager": lambda: run(x, key), "autograph": lambda: compiled["autograph"](x, key),
+                            "xla": lambda: compiled["xla"](x, key)}
                 cmp = bench.compare(variants, baseline="eager", repeats=repeats, warmup=1,
                                     title=f"{label} on population {n} x {length}",
                                     params={"module": module, "op": label, "population": [n, length]})

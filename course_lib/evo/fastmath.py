@@ -1,9 +1,12 @@
-"""cos(2πx) as a polynomial, because XLA:CPU calls scalar libm for ``cos``.
+"""cos(2πx) and log(x) from basic arithmetic, for speed and for identical bits.
 
-On CPU, XLA vectorises exp, log and sqrt but lowers cos/sin to one libm call per
-element (about 10x slower than NumPy's SIMD cos here). Rastrigin, Ackley and the
-Box-Muller normals all need cos(2πx); range reduction plus an even polynomial is
-plain multiply-add code that XLA vectorises, accurate to float32 rounding.
+XLA:CPU lowers cos to one scalar libm call per element (about 10x slower than
+NumPy's SIMD cos here), and TensorFlow's own kernels compute a vectorised main part
+and a scalar remainder that can differ in the last bit, so a batch of rows could
+get other values than the same rows of the whole population. Range reduction plus
+a polynomial uses only correctly rounded operations (+, *, /, bit casts): XLA
+vectorises it, and every mode and batch size gets the same bits. Accurate to
+float32 rounding. Rastrigin, Ackley and the Box-Muller normals use these.
 """
 
 from __future__ import annotations
@@ -26,3 +29,20 @@ def cos_2pi(x: tf.Tensor) -> tf.Tensor:
     for coef in reversed(_COS[:-1]):
         c = c * b2 + coef
     return tf.where(flip, -c, c)
+
+
+_LN2 = math.log(2.0)
+
+
+def log(x: tf.Tensor) -> tf.Tensor:
+    """Natural log of positive, normal float32 x."""
+    word = tf.bitcast(x, tf.int32)
+    exponent = tf.bitwise.right_shift(word, 23) - 127
+    mantissa = tf.bitcast((word & 0x7FFFFF) | 0x3F800000, tf.float32)  # [1, 2)
+    big = mantissa > math.sqrt(2.0)  # fold to [sqrt(1/2), sqrt(2)): a short series
+    mantissa = tf.where(big, 0.5 * mantissa, mantissa)
+    exponent = tf.cast(exponent + tf.cast(big, tf.int32), tf.float32)
+    s = (mantissa - 1.0) / (mantissa + 1.0)  # log m = 2 atanh(s), |s| < 0.172
+    s2 = s * s
+    series = 2.0 * s * (1.0 + s2 * (1 / 3 + s2 * (1 / 5 + s2 * (1 / 7 + s2 * (1 / 9)))))
+    return exponent * _LN2 + series

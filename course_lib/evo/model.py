@@ -10,7 +10,6 @@ runs equal to plain ones, and what lets a distribution strategy run it per repli
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ import tensorflow as tf
 from course_lib import bench
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import fitness as fitness_lib
+from course_lib.evo import fusion
 from course_lib.evo import packed as packing
 from course_lib.evo import rng
 from course_lib.evo.graph import SymbolicTensor, topological_order
@@ -94,16 +94,6 @@ def _map_rows(fn, total: int, batch: int | None, dtype: tf.DType, shape: tuple) 
     return tf.concat([stacked[:head], stacked[head + count * batch - total:]], axis=0)
 
 
-def _xla_function(fn):
-    """``tf.function(fn, jit_compile=True)``, traced with ``rng.materialize`` active."""
-    @functools.wraps(fn)
-    def traced(*args):
-        with rng.compiling_with_xla():
-            return fn(*args)
-
-    return tf.function(traced, jit_compile=True)
-
-
 class _Program:
     """The model's functions for one population size, packing, batch size and chunk, in one mode.
 
@@ -119,7 +109,9 @@ class _Program:
         self.spec = model.input.spec
         self.sign = 1.0 if model.fitness.maximize else -1.0
         self.key = rng.key(model.seed)
-        wrap = {"eager": lambda f: f, "graph": tf.function, "xla": _xla_function}[mode]
+        # autograph=False: the code is explicit tf.while_loop, with no Python control flow to convert
+        wrap = {"eager": lambda f: f, "graph": lambda f: tf.function(f, autograph=False),
+                "xla": fusion.xla_function}[mode]
         self.start, self.run, self.finish = wrap(self._start), wrap(self._run), wrap(self._finish)
 
     def _traced(self) -> None:
@@ -147,7 +139,7 @@ class _Program:
             else:
                 def fn(rows, op=node.op, args=args):
                     return op.apply(*args, rows)
-            values[id(node.output)] = rng.materialize(
+            values[id(node.output)] = fusion.materialize(
                 _map_rows(fn, self.n, self.batch, pop.dtype, tuple(pop.shape[1:])), key)
         outs = [values[id(o)] for o in self.model.outputs]
         return outs[0] if len(outs) == 1 else tf.concat(outs, axis=0)

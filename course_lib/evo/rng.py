@@ -14,18 +14,16 @@ e.g. (seed, generation), then (generation key, node), then (node key, draw).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import tensorflow as tf
 
-from course_lib.evo.fastmath import cos_2pi
+from course_lib.evo import fastmath
+from course_lib.evo.fusion import materialize
 
 U32 = tf.uint32
-_XLA = contextvars.ContextVar("evo_compiling_with_xla", default=False)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
 
@@ -60,10 +58,26 @@ def key(seed: int) -> tf.Tensor:
 
 
 def fold_in(k: tf.Tensor, data: Any) -> tf.Tensor:
-    """A new key from ``k`` and an integer (a Python int or a scalar integer tensor)."""
-    d = tf.cast(data, U32) if isinstance(data, tf.Tensor) else _u32(int(data) & 0xFFFFFFFF)
-    a, b = threefry2x32(k, d, _u32(0x9E3779B9))
-    return materialize(tf.stack([a, b]), k)
+    """A new key from ``k`` and an integer.
+
+    A tensor (the generation) is hashed with Threefry, once per generation. A Python
+    int (which node, which draw) is hashed here in Python and xor-ed into the key:
+    Threefry keyed by distinct keys gives independent streams, and two xors cost
+    nothing where XLA repeats them in each consumer.
+    """
+    if isinstance(data, tf.Tensor):
+        a, b = threefry2x32(k, tf.cast(data, U32), _u32(0x9E3779B9))
+        return materialize(tf.stack([a, b]), k)
+    return k ^ tf.constant(_mix64(int(data)), U32)
+
+
+def _mix64(data: int) -> list[int]:
+    """Two 32-bit words from SplitMix64's finaliser of ``data``."""
+    z = (data * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    z ^= z >> 31
+    return [z & 0xFFFFFFFF, z >> 32]
 
 
 @dataclass(frozen=True)
@@ -108,34 +122,6 @@ def bits(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
     return tf.reshape(materialize(_counters(k, rows, math.prod(shape))[0], k), (rows.size, *shape))
 
 
-@contextlib.contextmanager
-def compiling_with_xla():
-    """Mark the functions traced inside as XLA-compiled, so ``materialize`` pins results."""
-    token = _XLA.set(True)
-    try:
-        yield
-    finally:
-        _XLA.reset(token)
-
-
-def materialize(x: tf.Tensor, k: tf.Tensor) -> tf.Tensor:
-    """``x`` unchanged, but computed once into memory when compiled with XLA.
-
-    XLA:CPU vectorises plain elementwise loops, but it fuses producers into their
-    consumers: a per-row or per-word draw is then recomputed for every gene that reads
-    it, and inside a gather or a reshape the fused loop runs scalar (more than 10x
-    slower for Threefry). XLA cannot fuse across a while loop, so ``x`` goes through
-    one whose trip count (1) comes from the key and so is unknown at compile time.
-    Eager and graph execution already compute every tensor once: no-op there.
-    """
-    if not _XLA.get():
-        return x
-    odd = k[0] | 1
-    one = tf.cast(odd // odd, tf.int32)  # 1, opaque to XLA's simplifier
-    _, y = tf.while_loop(lambda i, y: i < one, lambda i, y: (i + 1, y * tf.cast(one, y.dtype)), (0, x))
-    return y
-
-
 def _unit(words: tf.Tensor) -> tf.Tensor:
     """[0, 1) floats from the top 24 bits (exact in float32)."""
     return tf.cast(tf.bitwise.right_shift(words, _u32(8)), tf.float32) * (2.0 ** -24)
@@ -155,7 +141,16 @@ def integers(k: tf.Tensor, rows: Rows, shape: tuple[int, ...], n: int) -> tf.Ten
 
 
 def normal(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
-    """Standard normal float32 by Box-Muller from the two words of one Threefry call."""
-    a, b = _counters(k, rows, math.prod(shape))
-    radius = tf.sqrt(-2.0 * tf.math.log(_unit(a) + 2.0 ** -24))  # (0, 1]: log stays finite
-    return tf.reshape(radius * cos_2pi(_unit(b)), (rows.size, *shape))
+    """Standard normal float32 by Box-Muller: one Threefry call gives two normals.
+
+    Counter c of a row gives radius r and angle u; column c gets r·cos(2πu) and
+    column c + half gets r·sin(2πu). Radius and angle are materialized so that XLA
+    computes the log and sqrt once per pair.
+    """
+    count = math.prod(shape)
+    half = (count + 1) // 2
+    a, b = _counters(k, rows, half)
+    radius = materialize(tf.sqrt(-2.0 * fastmath.log(_unit(a) + 2.0 ** -24)), k)  # (0, 1]: log stays finite
+    u = materialize(_unit(b), k)
+    z = tf.concat([radius * fastmath.cos_2pi(u), radius * fastmath.cos_2pi(u - 0.25)], axis=1)[:, :count]
+    return tf.reshape(z, (rows.size, *shape))

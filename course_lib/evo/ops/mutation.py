@@ -37,13 +37,13 @@ class GeneMask:
         self.sparse = 0 < len(self.thresholds) <= size // 4
 
     def _cdf_thresholds(self) -> list[int]:
-        """floor(P(count <= k) * 2**32) for k = 0, 1, ... while below 2**32."""
+        """P(count <= k) * 2**32, rounded, for k = 0, 1, ... while below 2**32."""
         n, p = self.size, self.rate
         pmf = math.exp(n * math.log1p(-p))
         cdf, out = 0.0, []
         for k in range(n):
             cdf += pmf
-            t = math.floor(cdf * 2**32)
+            t = round(cdf * 2**32)
             if t >= 2**32:
                 break
             out.append(t)
