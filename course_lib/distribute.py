@@ -37,7 +37,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -145,7 +145,7 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
     """The tensors that cross a device boundary in one forward pass, read from the traced graph.
 
     An edge counts when the op producing a tensor and an op consuming it are pinned to
-    different devices. Each is listed once per pair of devices.
+    different devices; a tensor is listed once per device that receives it.
     """
     features = model.segments[0][1][0][0].shape[0]
     graph = model.__call__.get_concrete_function(tf.TensorSpec([batch, features], tf.float32)).graph
@@ -541,23 +541,12 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(kept[-lines:]) or "(stderr was empty)"
 
 
-def _stop(procs: Sequence[subprocess.Popen], grace: float) -> None:
-    """End every worker and anything it started (each runs in its own process group)."""
-    for sig, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        for p in procs:
-            try:
-                os.killpg(p.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + wait_s
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        if all(p.poll() is not None for p in procs):
-            if sig == signal.SIGKILL or not any(_group_alive(p.pid) for p in procs):
-                return
+def _signal_groups(procs: Sequence[subprocess.Popen], sig: int) -> None:
+    for p in procs:
+        try:
+            os.killpg(p.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _group_alive(pgid: int) -> bool:
@@ -568,6 +557,22 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
+def _stop(procs: Sequence[subprocess.Popen], grace: float) -> None:
+    """End every worker and anything it started (each worker leads its own process group):
+    SIGTERM, then SIGKILL for whatever is left after ``grace`` seconds; every worker is reaped."""
+    _signal_groups(procs, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        for p in procs:
+            p.poll()  # reaps a worker that has exited, so only live processes keep its group
+        if not any(_group_alive(p.pid) for p in procs):
+            break
+        time.sleep(0.05)
+    _signal_groups(procs, signal.SIGKILL)
+    for p in procs:
+        p.wait()
+
+
 def launch(target: str, n_workers: int = 2, *, args: Sequence = (), kwargs: Mapping | None = None,
            timeout: float = 120.0, env: Mapping[str, str] | None = None, grace: float = 3.0) -> list:
     """Run ``target(*args, **kwargs)`` in ``n_workers`` local worker processes; return their results.
@@ -576,7 +581,8 @@ def launch(target: str, n_workers: int = 2, *, args: Sequence = (), kwargs: Mapp
     process's ``sys.path``). Worker ``i`` gets ``TF_CONFIG`` for a cluster of ``n_workers``
     workers on 127.0.0.1 with free ports, so ``tf.distribute.MultiWorkerMirroredStrategy()``
     inside the function finds its peers; ``worker_context()`` tells it its index. ``args``
-    and ``kwargs`` must be JSON-able, and so must each return value.
+    and ``kwargs`` must be JSON-able, and so must each return value. ``env`` adds environment
+    variables for the workers (``TF_CPP_MIN_LOG_LEVEL`` is 2 unless set there).
 
     Returns the results in worker order. Raises ``WorkerError`` as soon as one worker fails
     (naming it, its exit code and its last stderr lines) and ``WorkerTimeout`` when they

@@ -4,7 +4,6 @@ clearly and always cleans up, within bounded time."""
 
 import json
 import os
-import sys
 import textwrap
 import time
 from pathlib import Path
