@@ -135,6 +135,8 @@ def test_packed_equals_unpacked():
     plain = onemax(70, mode="graph", pack=False).evolve(pop, generations=15)
     assert fast.packed and not plain.packed
     assert_same(fast, plain)
+    counts = onemax(70, mode="graph").evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
+    assert not counts.packed  # genes other than 0/1: the same model runs unpacked
 
 
 def test_chunks_do_not_change_the_result():

@@ -156,11 +156,15 @@ class _Program:
 
     # -- the compiled entry points -----------------------------------------------------------
     def _start(self, genes):
+        """The initial state, and whether packing was valid (all genes 0 or 1), found in the same pass."""
         self._traced()
-        pop = packing.pack(genes) if self.packed else genes
-        fit = self.evaluate(pop)
+        binary = tf.constant(True)
+        if self.packed:
+            binary = tf.reduce_all(tf.equal(genes & tf.cast(-2, genes.dtype), 0))
+            genes = packing.pack(genes)
+        fit = self.evaluate(genes)
         j = tf.argmax(self.sign * fit, output_type=tf.int32)
-        return pop, fit, tf.gather(pop, j), tf.gather(fit, j), tf.constant(0)
+        return (genes, fit, tf.gather(genes, j), tf.gather(fit, j), tf.constant(0)), binary
 
     def _run(self, state, generation, count, target, patience):
         self._traced()
@@ -320,9 +324,7 @@ class Model:
         pool = "parents + children" if self.selection.pool == "both" else "children"
         steps.append(f"selection: {self.selection!r} from {pool}")
         steps.append("record best/mean/std; keep the best so far")
-        packable = self.input.dtype.is_integer and all(n.op.packable for n in self.nodes)
-        note = ("0/1 genomes run bit-packed (32 genes per uint32 word)" if packable and self.pack is not False
-                else "genomes run unpacked")
+        note = "0/1 genomes run bit-packed (32 genes per uint32 word)" if self._packable() else "genomes run unpacked"
         return Plan(f"one generation (mode={self.mode!r}, seed={self.seed}; {note}):", steps)
 
     def signature(self, n: int) -> str:
@@ -358,17 +360,23 @@ class Model:
                                  "make one with evo.population.permutations(n, length, seed)")
         return x
 
-    def _packing(self, genes: tf.Tensor) -> bool:
-        if self.pack is False:
-            return False
-        ops_ok = all(n.op.packable for n in self.nodes)
-        if ops_ok and packing.is_binary(genes):
-            return True
-        if self.pack is True:
-            why = ("an op cannot run on packed genomes: " + ", ".join(n.op.name for n in self.nodes if not n.op.packable)
-                   if not ops_ok else "the population has genes other than 0 and 1")
-            raise ValueError(f"pack=True, but {why}")
-        return False
+    def _packable(self) -> bool:
+        """Whether to try bit-packing: genes are integers, every op can, and pack is not False."""
+        return self.pack is not False and self.input.dtype.is_integer and all(n.op.packable for n in self.nodes)
+
+    def _start(self, mode, genes, batch, chunk) -> tuple[_Program, tuple]:
+        """The program for this population and its initial state: packed if the genes are 0/1."""
+        if self.pack is True and not self._packable():
+            raise ValueError("pack=True, but these ops cannot run on packed genomes: "
+                             + ", ".join(n.op.name for n in self.nodes if not n.op.packable))
+        prog = self._program(mode, self._packable(), genes.shape[0], batch, chunk)
+        state, binary = prog.start(genes)
+        if not bool(binary):
+            if self.pack is True:
+                raise ValueError("pack=True, but the population has genes other than 0 and 1")
+            prog = self._program(mode, False, genes.shape[0], batch, chunk)
+            state, _ = prog.start(genes)
+        return prog, state
 
     def _batch_rows(self, batch_size, memory_budget, n: int) -> int | None:
         if batch_size is not None and memory_budget is not None:
@@ -389,14 +397,13 @@ class Model:
             self._programs[k] = _Program(self, mode, packed, n, batch, chunk)
         return self._programs[k]
 
-    def _resolve_mode(self, genes, packed, batch, chunk) -> str:
+    def _resolve_mode(self, genes, batch, chunk) -> str:
         """The compiled mode, or for 'auto' the fastest, timed once on the first generations."""
         if self.chosen_mode is not None:
             return self.chosen_mode
         probe = min(AUTO_PROBE_GENERATIONS, chunk)
         for mode in ("eager", "graph", "xla"):
-            prog = self._program(mode, packed, genes.shape[0], batch, chunk)
-            state = prog.start(genes)
+            prog, state = self._start(mode, genes, batch, chunk)
             args = (state, tf.constant(0), tf.constant(probe), *prog.no_limits())
             t = bench.measure(lambda: prog.run(*args), name=mode, repeats=3, warmup=1, number=1)
             self.mode_timings[mode] = t.median_s / probe
@@ -450,18 +457,16 @@ class Model:
         n = genes.shape[0]
         pool = n * len(self.outputs) + (n if self.selection.pool == "both" else 0)
         self.selection.check(pool, n)
-        packed = self._packing(genes)
         batch = self._batch_rows(batch_size, memory_budget, n)
         if checkpoint is not None:
             mode = self._checkpoint_mode(checkpoint, n)
         else:
-            mode = self._resolve_mode(genes, packed, batch, chunk)
-        prog = self._program(mode, packed, n, batch, chunk)
-        state = prog.start(genes)
+            mode = self._resolve_mode(genes, batch, chunk)
+        prog, state = self._start(mode, genes, batch, chunk)
         generation, history = 0, {k: [] for k in STATS}
         if checkpoint is not None:
             best = tf.cast(checkpoint["best"][None], self.input.dtype)
-            best = packing.pack(best)[0] if packed else best[0]
+            best = packing.pack(best)[0] if prog.packed else best[0]
             state = (state[0], state[1], best, tf.constant(checkpoint["best_fitness"], tf.float32),
                      tf.constant(checkpoint["stale"], tf.int32))
             generation = int(checkpoint["generation"])

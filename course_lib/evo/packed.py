@@ -70,10 +70,3 @@ def _low_ones(k: tf.Tensor) -> tf.Tensor:
     full = tf.constant(0xFFFFFFFF, _U32)
     partial = tf.bitwise.left_shift(tf.ones([], _U32), tf.cast(tf.minimum(k, 31), _U32)) - 1
     return tf.where(k >= WORD_BITS, full, partial)
-
-
-def is_binary(genes: tf.Tensor) -> bool:
-    """Whether every gene is 0 or 1 (evaluated now, on the concrete population)."""
-    if not genes.dtype.is_integer:
-        return False
-    return bool(tf.reduce_min(genes) >= 0) and bool(tf.reduce_max(genes) <= 1)

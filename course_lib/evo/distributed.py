@@ -1,0 +1,396 @@
+"""Evolution on many devices and machines: ``model.evolve(population, strategy=...)``.
+
+The population is split into equal shards, one per replica of a ``tf.distribute.Strategy``
+(MirroredStrategy over GPUs or virtual CPUs, MultiWorkerMirroredStrategy over processes or
+machines, OneDeviceStrategy, TPUStrategy). Each replica makes and scores the children of
+its own shard with the engine's generation code. Two ways to select:
+
+* ``distribution="global"``: every generation the replicas ``all_gather`` their children
+  and fitness; every replica runs the same selection (same key) over the whole pool and
+  keeps the winners for its own slots. One all_gather of all children per generation:
+  the price of one well-mixed population.
+* ``distribution="islands"``: each replica evolves its shard alone; every
+  ``migration_interval`` generations its ``migrants`` best individuals replace the worst of
+  the next replica in a ring, through one all_gather of replicas x migrants genomes.
+
+Why TPUStrategy needs no change: a ``tf.function`` loops over generations (global) or
+migration epochs (islands) and calls ``strategy.run`` each time; inside, a replica's own
+work is an XLA function (variation, fitness and selection; for islands a ``while_loop`` of
+generations), the replica id is a tensor, and the only communication is
+``ReplicaContext.all_gather``. No Python runs per replica or per generation in the loop.
+Results come back to Python between chunks through ``strategy.gather``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import callbacks as cb_lib
+from course_lib.evo import fusion, rng
+from course_lib.evo import packed as packing
+from course_lib.evo.model import STATS, Result, _Program, _whole
+
+DISTRIBUTIONS = ("global", "islands")
+
+
+# -- checks -------------------------------------------------------------------------------
+
+
+def shard_size(population: int, replicas: int) -> int:
+    """Individuals per replica; a clear error when the population does not split evenly.
+
+    No padding: a padded individual would take part in selection and mating, so the
+    population would not be the one given.
+    """
+    if population % replicas:
+        lower = population // replicas * replicas
+        raise ValueError(f"a population of {population} individuals does not split evenly over {replicas} "
+                         f"replicas: use a multiple of {replicas} (e.g. {lower or replicas} or {lower + replicas}) "
+                         "so that every replica evolves a shard of the same size")
+    return population // replicas
+
+
+def check_devices(strategy: tf.distribute.Strategy) -> list[str]:
+    """The strategy's devices on this worker, or a clear error when one does not exist here.
+
+    MirroredStrategy accepts device names that do not exist and, with soft placement,
+    would silently run everything on the CPU.
+    """
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise TypeError(f"strategy must be a tf.distribute.Strategy (e.g. tf.distribute.MirroredStrategy()), "
+                        f"got {type(strategy).__name__}")
+    have = {_short(d.name) for d in tf.config.list_logical_devices()}
+    wanted = [_short(d) for d in strategy.extended.worker_devices]
+    missing = [d for d in wanted if d not in have]
+    if missing:
+        raise ValueError(f"the strategy's devices {', '.join(missing)} are not available here (logical devices: "
+                         f"{', '.join(sorted(have))}); build the strategy from tf.config.list_logical_devices() "
+                         "or split the CPU with course_lib.devices.virtual_cpus(n) before TensorFlow starts")
+    return wanted
+
+
+def _short(device: str) -> str:
+    spec = tf.DeviceSpec.from_string(device)
+    return f"{spec.device_type}:{spec.device_index or 0}"
+
+
+def _check_callbacks(callbacks) -> tuple[list, float | None]:
+    callbacks = list(callbacks)
+    target = None
+    for c in callbacks:
+        if not isinstance(c, cb_lib.Callback):
+            raise TypeError(f"callbacks must be evo.callbacks.Callback instances, got {type(c).__name__}")
+        if isinstance(c, cb_lib.Checkpoint):
+            raise ValueError("Checkpoint is not supported with strategy=: a distributed run cannot be resumed "
+                             "yet; run without a strategy to checkpoint")
+        if isinstance(c, cb_lib.EarlyStopping):
+            if c.patience is not None:
+                raise ValueError("EarlyStopping(patience=...) is not supported with strategy=; use target=")
+            target = c.target
+    return callbacks, target
+
+
+# -- the compiled program -------------------------------------------------------------------
+
+
+def _wire(x: tf.Tensor) -> tf.Tensor:
+    """Collectives on every platform take int32; packed genomes are uint32 (bitcast: free)."""
+    return tf.bitcast(x, tf.int32) if x.dtype == tf.uint32 else x
+
+
+def _unwire(x: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
+    return tf.bitcast(x, dtype) if x.dtype != dtype else x
+
+
+def _replica_id() -> tf.Tensor:
+    return tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.int32)
+
+
+class _Sharded:
+    """The compiled functions of one (strategy, distribution, population size, packing, mode).
+
+    Per-replica state: (shard, its fitness, best genome so far, its fitness). The engine's
+    ``_Program`` for one shard supplies variation and fitness; selection, migration and
+    the loops are here.
+    """
+
+    def __init__(self, model, strategy, distribution, interval, migrants, mode, packed, n, batch, chunk):
+        self.model, self.strategy, self.distribution = model, strategy, distribution
+        self.replicas = strategy.num_replicas_in_sync
+        self.total, self.shard = n, n // self.replicas
+        self.interval, self.migrants = interval, migrants
+        self.prog = _Program(model, mode, packed, self.shard, batch, chunk)
+        self.sign = self.prog.sign
+        self.dtype = None  # the stored genome dtype, set at start
+        if distribution == "islands":  # whole migration epochs per call
+            self.epochs = max(1, chunk // interval)
+            self.chunk = self.epochs * interval
+        else:
+            self.chunk = chunk
+        local = {"graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}[mode]
+        self._start_local = local(self._start_replica)
+        self._children_local = local(self._children)
+        self._select_local = local(self._select_global)
+        self._islands_local = local(self._island_generations)
+        self._emigrants_local = local(self._emigrants)
+        self._immigrate_local = local(self._immigrate)
+        self.start = tf.function(self._start, autograph=False)
+        self.run_global = tf.function(self._run_global, autograph=False)
+        self.run_islands = tf.function(self._run_islands, autograph=False)
+
+    # -- per-replica work (compiled with XLA in mode "xla") -----------------------------
+    def _start_replica(self, shard):
+        self.prog._traced()
+        fit = self.prog.evaluate(shard)
+        j = tf.argmax(self.sign * fit, output_type=tf.int32)
+        return fit, tf.gather(shard, j), tf.gather(fit, j)
+
+    def _key(self, generation, replica):
+        """A replica's key for one generation (the engine's generation key, folded with the replica)."""
+        return rng.fold_in(rng.fold_in(self.prog.key, generation), replica)
+
+    def _pool(self, pop, fit, key):
+        children = self.prog.vary(pop, key)
+        child_fit = self.prog.evaluate(children)
+        if self.model.selection.pool == "both":
+            return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
+        return children, child_fit
+
+    def _children(self, pop, fit, generation, replica):
+        self.prog._traced()
+        return self._pool(pop, fit, self._key(generation, replica))
+
+    @staticmethod
+    def _row(fit):
+        return tf.stack([tf.reduce_mean(fit), tf.math.reduce_std(fit)])
+
+    def _keep_best(self, pop, fit, best, best_fit):
+        j = tf.argmax(self.sign * fit, output_type=tf.int32)
+        gen_best = tf.gather(fit, j)
+        better = self.sign * gen_best > self.sign * best_fit
+        best = tf.where(better, tf.gather(pop, j), best)
+        return best, tf.where(better, gen_best, best_fit), tf.concat([gen_best[None], self._row(fit)], 0)
+
+    def _select_global(self, pool, pool_fit, generation, replica, best, best_fit):
+        """Selection over the whole gathered pool (same key on every replica); keep this replica's slots."""
+        self.prog._traced()
+        key = rng.fold_in(rng.fold_in(self.prog.key, generation), 0)
+        idx = self.model.selection.select(self.sign * pool_fit, key, self.total)
+        mine = tf.slice(idx, [replica * self.shard], [self.shard])
+        pop, fit = tf.gather(pool, mine), tf.gather(pool_fit, mine)
+        best, best_fit, row = self._keep_best(pop, fit, best, best_fit)
+        return pop, fit, best, best_fit, row
+
+    def _island_generations(self, pop, fit, best, best_fit, generation, count, replica):
+        """``count`` generations of one island in one while_loop; rows of (best, mean, std)."""
+        self.prog._traced()
+
+        def body(i, pop, fit, best, best_fit, rows):
+            key = self._key(generation + i + 1, replica)
+            pool, pool_fit = self._pool(pop, fit, key)
+            idx = self.model.selection.select(self.sign * pool_fit, rng.fold_in(key, 0), self.shard)
+            pop, fit = tf.gather(pool, idx), tf.gather(pool_fit, idx)
+            best, best_fit, row = self._keep_best(pop, fit, best, best_fit)
+            return i + 1, pop, fit, best, best_fit, tf.tensor_scatter_nd_update(rows, [[i]], row[None])
+
+        rows = tf.zeros((self.interval, len(STATS)))
+        _, pop, fit, best, best_fit, rows = tf.while_loop(
+            lambda i, *_: i < count, body, (tf.constant(0), pop, fit, best, best_fit, rows))
+        return pop, fit, best, best_fit, rows
+
+    def _emigrants(self, pop, fit):
+        self.prog._traced()
+        top = tf.math.top_k(self.sign * fit, k=self.migrants).indices
+        return tf.gather(pop, top), tf.gather(fit, top)
+
+    def _immigrate(self, pop, fit, arrivals, arrival_fit, replica):
+        """The previous replica's emigrants (ring) replace this replica's worst individuals."""
+        self.prog._traced()
+        source = (replica + self.replicas - 1) % self.replicas
+        start = source * self.migrants
+        rank = len(arrivals.shape)
+        incoming = tf.slice(arrivals, [start] + [0] * (rank - 1), [self.migrants] + [-1] * (rank - 1))
+        incoming_fit = tf.slice(arrival_fit, [start], [self.migrants])
+        worst = tf.math.top_k(-self.sign * fit, k=self.migrants).indices[:, None]
+        return (tf.tensor_scatter_nd_update(pop, worst, incoming),
+                tf.tensor_scatter_nd_update(fit, worst, incoming_fit))
+
+    # -- the loops (graph functions around strategy.run) ----------------------------------
+    def _start(self, shards):
+        def replica(shard):
+            return (shard, *self._start_local(shard))
+
+        return self.strategy.run(replica, args=(shards,))
+
+    def _run_global(self, state, generation, count):
+        def replica(pop, fit, best, best_fit, hist, g, i):
+            ctx = tf.distribute.get_replica_context()
+            r = _replica_id()
+            pool, pool_fit = self._children_local(pop, fit, g, r)
+            pool, pool_fit = ctx.all_gather([_wire(pool), pool_fit], axis=0)
+            pop, fit, best, best_fit, row = self._select_local(_unwire(pool, pop.dtype), pool_fit, g, r, best, best_fit)
+            return pop, fit, best, best_fit, tf.tensor_scatter_nd_update(hist, [[i]], row[None])
+
+        def body(i, state):
+            return i + 1, self.strategy.run(replica, args=(*state, generation + i + 1, i))
+
+        hist = self.strategy.run(lambda: tf.zeros((self.chunk, len(STATS))))
+        _, state = tf.while_loop(lambda i, s: i < count, body, (tf.constant(0), (*state, hist)))
+        return state
+
+    def _run_islands(self, state, generation, epochs, length, migrate: bool):
+        def replica(pop, fit, best, best_fit, hist, g, e):
+            r = _replica_id()
+            pop, fit, best, best_fit, rows = self._islands_local(pop, fit, best, best_fit, g, length, r)
+            # an epoch's rows land at e * length (a tail call has one epoch of length < interval)
+            hist = tf.tensor_scatter_nd_update(hist, (e * length + tf.range(self.interval))[:, None], rows)
+            if migrate and self.replicas > 1:
+                out, out_fit = self._emigrants_local(pop, fit)
+                arrivals, arrival_fit = tf.distribute.get_replica_context().all_gather(
+                    [_wire(out), out_fit], axis=0)
+                pop, fit = self._immigrate_local(pop, fit, _unwire(arrivals, pop.dtype), arrival_fit, r)
+            return pop, fit, best, best_fit, hist
+
+        def body(e, state):
+            return e + 1, self.strategy.run(replica, args=(*state, generation + e * length, e))
+
+        hist = self.strategy.run(lambda: tf.zeros((self.chunk, len(STATS))))
+        _, state = tf.while_loop(lambda e, s: e < epochs, body, (tf.constant(0), (*state, hist)))
+        return state
+
+    # -- host side -----------------------------------------------------------------------
+    def distribute(self, genes: tf.Tensor):
+        """Each replica's shard (on MultiWorkerMirroredStrategy each worker holds the whole population)."""
+        shards = tf.split(genes, self.replicas, axis=0)
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: tf.identity(shards[ctx.replica_id_in_sync_group]))
+
+    def gather(self, value, add_axis: bool = False) -> np.ndarray:
+        if add_axis:
+            value = self.strategy.run(lambda v: v[None], args=(value,))
+        return self.strategy.gather(value, axis=0).numpy()
+
+    def combine_history(self, hist: np.ndarray, done: int) -> dict[str, list[float]]:
+        """Per-replica (best, mean, std) rows -> the whole population's (shards are equal in size)."""
+        h = hist.reshape(self.replicas, self.chunk, len(STATS))[:, :done].astype(np.float64)
+        best = (self.sign * h[..., 0]).max(axis=0) * self.sign
+        mean = h[..., 1].mean(axis=0)
+        std = np.sqrt(np.maximum((h[..., 2] ** 2).mean(axis=0) + ((h[..., 1] - mean) ** 2).mean(axis=0), 0.0))
+        return {"best": best.tolist(), "mean": mean.tolist(), "std": std.tolist()}
+
+
+class _Run:
+    """A distributed evolve call as callbacks see it between chunks (no ``snapshot``: no resume)."""
+
+    def __init__(self, model, generations, best_fitness):
+        self.model, self.generation, self.generations = model, 0, generations
+        self.history = {k: [] for k in STATS}
+        self.best_fitness = best_fitness
+        self.stop = self.stopped_early = False
+
+
+def _mode(model, sharded_genes, packed, batch, chunk) -> str:
+    if model.mode == "eager":
+        raise ValueError("evolve(strategy=...) compiles its loop: compile the model with mode='graph', 'xla' "
+                         "or 'auto' (eager runs replicas one after the other in Python)")
+    mode = model._resolve_mode(sharded_genes, packed, batch, chunk)
+    return "graph" if mode == "eager" else mode
+
+
+def evolve(model, population, generations: int = 100, *, strategy, distribution: str = "global",
+           migration_interval: int = 10, migrants: int = 1, callbacks=(), batch_size=None, memory_budget=None,
+           chunk: int = 64) -> Result:
+    """``model.evolve(population, generations, strategy=...)`` on every replica of ``strategy``.
+
+    ``distribution``: "global" (selection over the whole population every generation) or
+    "islands" (each replica its own population; every ``migration_interval`` generations
+    its ``migrants`` best replace the next replica's worst, in a ring). The population
+    must split evenly over the replicas. Callbacks run between compiled chunks;
+    EarlyStopping(target=...) ends the run at the end of the chunk that reached it.
+    """
+    model._require_compiled()
+    check_devices(strategy)
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"unknown distribution {distribution!r}; choose 'global' (selection over the whole "
+                         "population) or 'islands' (one population per replica, with migration)")
+    generations = _whole("generations", generations, 0)
+    chunk = _whole("chunk", chunk, 1)
+    interval = _whole("migration_interval", migration_interval, 1)
+    migrants = _whole("migrants", migrants, 1)
+    callbacks, target = _check_callbacks(callbacks)
+    genes = model._population(population)
+    replicas = strategy.num_replicas_in_sync
+    n = genes.shape[0]
+    shard = shard_size(n, replicas)
+    if shard < 2:
+        raise ValueError(f"each of the {replicas} replicas would hold {shard} individual; a shard needs at least 2 "
+                         f"(use a population of at least {2 * replicas})")
+    per_shard = shard * len(model.outputs) + (shard if model.selection.pool == "both" else 0)
+    if distribution == "global":
+        model.selection.check(per_shard * replicas, n)
+    else:
+        model.selection.check(per_shard, shard)
+        if migrants >= shard:
+            raise ValueError(f"migrants={migrants} must be fewer than the {shard} individuals of a replica's shard")
+    packed = model._packing(genes)
+    batch = model._batch_rows(batch_size, memory_budget, shard)
+    mode = _mode(model, genes[:shard], packed, batch, chunk)
+
+    key = ("strategy", strategy, distribution, interval, migrants, mode, packed, n, batch, chunk)
+    if key not in model._programs:  # compile() replaces this dict, so a recompiled model starts afresh
+        model._programs[key] = _Sharded(model, strategy, distribution, interval, migrants, mode, packed, n,
+                                        batch, chunk)
+    prog: _Sharded = model._programs[key]
+    stored = packing.pack(genes) if packed else genes
+    state = prog.start(prog.distribute(stored))
+    run = _Run(model, generations, _best(prog, state)[1])
+    for c in callbacks:
+        c.on_evolve_begin(run)
+    while run.generation < generations and not run.stop:
+        g = run.generation
+        if distribution == "global":
+            done = min(prog.chunk, generations - g)
+            state = prog.run_global(state, tf.constant(g), tf.constant(done))
+        else:
+            epochs = min(prog.epochs, (generations - g) // interval)
+            if epochs:
+                done = epochs * interval
+                state = prog.run_islands(state, tf.constant(g), tf.constant(epochs), tf.constant(interval), True)
+            else:  # the last generations, fewer than an interval: no migration
+                done = generations - g
+                state = prog.run_islands(state, tf.constant(g), tf.constant(1), tf.constant(done), False)
+        state, hist = state[:4], state[4]
+        for k, column in prog.combine_history(prog.gather(hist), done).items():
+            run.history[k].extend(column)
+        run.generation = g + done
+        run.best_fitness = _best(prog, state)[1]
+        if target is not None and prog.sign * run.best_fitness >= prog.sign * target:
+            run.stop = run.stopped_early = True
+        for c in callbacks:
+            c.on_chunk_end(run)
+    for c in callbacks:
+        c.on_evolve_end(run)
+    model.history = run.history
+    best, best_fitness = _best(prog, state)
+    pop, fit = prog.gather(state[0]), prog.gather(state[1])
+    spec = model.input.spec
+    if packed:
+        pop = packing.unpack(tf.constant(pop), spec.shape, spec.dtype).numpy()
+        best = packing.unpack(tf.constant(best[None]), spec.shape, spec.dtype).numpy()[0]
+    return Result(best=best, best_fitness=best_fitness, history=run.history, population=pop, fitness=fit,
+                  generations=run.generation, mode=mode, packed=packed, stopped_early=run.stopped_early)
+
+
+def _best(prog: _Sharded, state) -> tuple[np.ndarray, float]:
+    bests, fits = prog.gather(state[2], add_axis=True), prog.gather(state[3], add_axis=True)
+    j = int(np.argmax(prog.sign * fits))
+    return bests[j], float(fits[j])
