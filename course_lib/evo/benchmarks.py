@@ -247,7 +247,7 @@ def bench_ga(argv: list[str]) -> int:
     for name, (n, length), population, numpy_run, make_model in problems:
         pop_np = population.numpy()
         variants = {"numpy": lambda: numpy_run(pop_np)}
-        for mode in ("eager", "graph", "xla"):
+        for mode in ("xla", "graph", "eager"):  # xla next to numpy: the key ratio, least exposed to drift in load
             model = make_model(length, mode)
             variants[mode] = lambda model=model: model.evolve(population, generations=generations).population
         cmp = bench.compare(variants, baseline="numpy", repeats=3, warmup=1, number=1,
