@@ -424,20 +424,26 @@ class Model:
         return target, patience
 
     def evolve(self, population=None, generations: int = 100, *, callbacks=(), batch_size: int | None = None,
-               memory_budget: int | None = None, chunk: int = 64, resume_from=None, strategy=None) -> Result:
+               memory_budget: int | None = None, chunk: int = 64, resume_from=None, strategy=None,
+               distribution: str = "global", migration_interval: int = 10, migrants: int = 1) -> Result:
         """Evolve ``population`` (N, *genome) until generation ``generations``.
 
         ``chunk`` generations run per compiled call; callbacks run between calls.
         ``batch_size`` (rows) or ``memory_budget`` (bytes) evaluate ops and fitness in
         row batches; the result equals the unbatched one. ``resume_from`` continues a
-        checkpoint (then ``generations`` counts from the original start).
+        checkpoint (then ``generations`` counts from the original start). ``strategy``
+        (a ``tf.distribute.Strategy``) shards the population over its replicas, with
+        ``distribution`` "global" or "islands" (see ``course_lib.evo.distributed``).
         """
         self._require_compiled()
         if strategy is not None:
-            raise NotImplementedError(
-                "evolve(strategy=...) is not implemented yet: the plan is to shard the population across "
-                "replicas and run the pure generation step (_Program.step) per replica, with global "
-                "selection or islands; run without strategy for now")
+            from course_lib.evo import distributed
+
+            if resume_from is not None:
+                raise ValueError("resume_from cannot be combined with strategy=: distributed runs are not checkpointed")
+            return distributed.evolve(self, population, generations, strategy=strategy, distribution=distribution,
+                                      migration_interval=migration_interval, migrants=migrants, callbacks=callbacks,
+                                      batch_size=batch_size, memory_budget=memory_budget, chunk=chunk)
         generations = _whole("generations", generations, 0)
         chunk = _whole("chunk", chunk, 1)
         callbacks = list(callbacks)
