@@ -136,20 +136,19 @@ class _Sharded:
             self.chunk = self.epochs * interval
         else:
             self.chunk = chunk
+        # the generations in `mode`; the start and migration (small, once per call or epoch) as graphs,
+        # which saves an XLA compilation per replica for each
         local = {"graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}[mode]
-        self._start_local = local(self._start_replica)
         self._children_local = local(self._children)
         self._select_local = local(self._select_global)
         self._islands_local = local(self._island_generations)
-        self._emigrants_local = local(self._emigrants)
-        self._immigrate_local = local(self._immigrate)
         self.start = tf.function(self._start, autograph=False)
+        self.collect = tf.function(self._collect, autograph=False)
         self.run_global = tf.function(self._run_global, autograph=False)
         self.run_islands = tf.function(self._run_islands, autograph=False)
 
     # -- per-replica work (compiled with XLA in mode "xla") -----------------------------
     def _start_replica(self, shard):
-        self.prog._traced()
         fit = self.prog.evaluate(shard)
         j = tf.argmax(self.sign * fit, output_type=tf.int32)
         return fit, tf.gather(shard, j), tf.gather(fit, j)
@@ -166,7 +165,6 @@ class _Sharded:
         return children, child_fit
 
     def _children(self, pop, fit, generation, replica):
-        self.prog._traced()
         return self._pool(pop, fit, self._key(generation, replica))
 
     @staticmethod
@@ -182,7 +180,6 @@ class _Sharded:
 
     def _select_global(self, pool, pool_fit, generation, replica, best, best_fit):
         """Selection over the whole gathered pool (same key on every replica); keep this replica's slots."""
-        self.prog._traced()
         key = rng.fold_in(rng.fold_in(self.prog.key, generation), 0)
         idx = self.model.selection.select(self.sign * pool_fit, key, self.total)
         mine = tf.slice(idx, [replica * self.shard], [self.shard])
@@ -192,7 +189,6 @@ class _Sharded:
 
     def _island_generations(self, pop, fit, best, best_fit, generation, count, replica):
         """``count`` generations of one island in one while_loop; rows of (best, mean, std)."""
-        self.prog._traced()
 
         def body(i, pop, fit, best, best_fit, rows):
             key = self._key(generation + i + 1, replica)
@@ -208,13 +204,11 @@ class _Sharded:
         return pop, fit, best, best_fit, rows
 
     def _emigrants(self, pop, fit):
-        self.prog._traced()
         top = tf.math.top_k(self.sign * fit, k=self.migrants).indices
         return tf.gather(pop, top), tf.gather(fit, top)
 
     def _immigrate(self, pop, fit, arrivals, arrival_fit, replica):
         """The previous replica's emigrants (ring) replace this replica's worst individuals."""
-        self.prog._traced()
         source = (replica + self.replicas - 1) % self.replicas
         start = source * self.migrants
         rank = len(arrivals.shape)
@@ -226,18 +220,23 @@ class _Sharded:
 
     # -- the loops (graph functions around strategy.run) ----------------------------------
     def _start(self, shards):
+        self.prog._traced()
         def replica(shard):
-            return (shard, *self._start_local(shard))
+            return (shard, *self._start_replica(shard))
 
         return self.strategy.run(replica, args=(shards,))
 
     def _run_global(self, state, generation, count):
+        self.prog._traced()
         def replica(pop, fit, best, best_fit, hist, g, i):
             ctx = tf.distribute.get_replica_context()
             r = _replica_id()
             pool, pool_fit = self._children_local(pop, fit, g, r)
-            pool, pool_fit = ctx.all_gather([_wire(pool), pool_fit], axis=0)
-            pop, fit, best, best_fit, row = self._select_local(_unwire(pool, pop.dtype), pool_fit, g, r, best, best_fit)
+            size = self.replicas * pool.shape[0]  # static (MultiWorkerMirroredStrategy's gather loses it)
+            everyone, everyone_fit = ctx.all_gather([_wire(pool), pool_fit], axis=0)
+            everyone = tf.ensure_shape(_unwire(everyone, pool.dtype), (size, *pool.shape[1:]))
+            everyone_fit = tf.ensure_shape(everyone_fit, (size,))
+            pop, fit, best, best_fit, row = self._select_local(everyone, everyone_fit, g, r, best, best_fit)
             return pop, fit, best, best_fit, tf.tensor_scatter_nd_update(hist, [[i]], row[None])
 
         def body(i, state):
@@ -248,16 +247,19 @@ class _Sharded:
         return state
 
     def _run_islands(self, state, generation, epochs, length, migrate: bool):
+        self.prog._traced()
         def replica(pop, fit, best, best_fit, hist, g, e):
             r = _replica_id()
             pop, fit, best, best_fit, rows = self._islands_local(pop, fit, best, best_fit, g, length, r)
             # an epoch's rows land at e * length (a tail call has one epoch of length < interval)
             hist = tf.tensor_scatter_nd_update(hist, (e * length + tf.range(self.interval))[:, None], rows)
             if migrate and self.replicas > 1:
-                out, out_fit = self._emigrants_local(pop, fit)
+                out, out_fit = self._emigrants(pop, fit)
                 arrivals, arrival_fit = tf.distribute.get_replica_context().all_gather(
                     [_wire(out), out_fit], axis=0)
-                pop, fit = self._immigrate_local(pop, fit, _unwire(arrivals, pop.dtype), arrival_fit, r)
+                size = self.replicas * self.migrants
+                arrivals = tf.ensure_shape(_unwire(arrivals, pop.dtype), (size, *out.shape[1:]))
+                pop, fit = self._immigrate(pop, fit, arrivals, tf.ensure_shape(arrival_fit, (size,)), r)
             return pop, fit, best, best_fit, hist
 
         def body(e, state):
@@ -274,14 +276,18 @@ class _Sharded:
         return self.strategy.experimental_distribute_values_from_function(
             lambda ctx: tf.identity(shards[ctx.replica_id_in_sync_group]))
 
-    def gather(self, value, add_axis: bool = False) -> np.ndarray:
-        if add_axis:
-            value = self.strategy.run(lambda v: v[None], args=(value,))
-        return self.strategy.gather(value, axis=0).numpy()
+    def _collect(self, values):
+        dtypes = [self.strategy.experimental_local_results(v)[0].dtype for v in values]
+        wired = self.strategy.run(lambda *v: [_wire(x[None]) for x in v], args=tuple(values))
+        return [_unwire(self.strategy.gather(v, axis=0), d) for v, d in zip(wired, dtypes)]
+
+    def gather(self, *values) -> list[np.ndarray]:
+        """Every replica's values on this worker, stacked: shape (replicas, *value)."""
+        return [v.numpy() for v in self.collect(list(values))]
 
     def combine_history(self, hist: np.ndarray, done: int) -> dict[str, list[float]]:
         """Per-replica (best, mean, std) rows -> the whole population's (shards are equal in size)."""
-        h = hist.reshape(self.replicas, self.chunk, len(STATS))[:, :done].astype(np.float64)
+        h = hist[:, :done].astype(np.float64)
         best = (self.sign * h[..., 0]).max(axis=0) * self.sign
         mean = h[..., 1].mean(axis=0)
         std = np.sqrt(np.maximum((h[..., 2] ** 2).mean(axis=0) + ((h[..., 1] - mean) ** 2).mean(axis=0), 0.0))
@@ -298,12 +304,22 @@ class _Run:
         self.stop = self.stopped_early = False
 
 
-def _mode(model, sharded_genes, packed, batch, chunk) -> str:
+def _mode(model, shard_genes, batch, chunk) -> str:
+    """The model's mode; 'auto' times the modes on one shard as a single-device run."""
     if model.mode == "eager":
         raise ValueError("evolve(strategy=...) compiles its loop: compile the model with mode='graph', 'xla' "
                          "or 'auto' (eager runs replicas one after the other in Python)")
-    mode = model._resolve_mode(sharded_genes, packed, batch, chunk)
+    mode = model._resolve_mode(shard_genes, batch, chunk)
     return "graph" if mode == "eager" else mode
+
+
+def _packed(model, genes: tf.Tensor) -> bool:
+    """Bit-pack when the model can and every gene is 0 or 1 (as the engine decides)."""
+    binary = bool(tf.reduce_all((genes == 0) | (genes == 1))) if genes.dtype.is_integer else False
+    if model.pack is True and not (model._packable() and binary):
+        raise ValueError("pack=True, but the ops cannot run on packed genomes or the population has genes "
+                         "other than 0 and 1")
+    return model._packable() and binary
 
 
 def evolve(model, population, generations: int = 100, *, strategy, distribution: str = "global",
@@ -341,9 +357,9 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
         model.selection.check(per_shard, shard)
         if migrants >= shard:
             raise ValueError(f"migrants={migrants} must be fewer than the {shard} individuals of a replica's shard")
-    packed = model._packing(genes)
+    packed = _packed(model, genes)
     batch = model._batch_rows(batch_size, memory_budget, shard)
-    mode = _mode(model, genes[:shard], packed, batch, chunk)
+    mode = _mode(model, genes[:shard], batch, chunk)
 
     key = ("strategy", strategy, distribution, interval, migrants, mode, packed, n, batch, chunk)
     if key not in model._programs:  # compile() replaces this dict, so a recompiled model starts afresh
@@ -369,7 +385,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
                 done = generations - g
                 state = prog.run_islands(state, tf.constant(g), tf.constant(1), tf.constant(done), False)
         state, hist = state[:4], state[4]
-        for k, column in prog.combine_history(prog.gather(hist), done).items():
+        for k, column in prog.combine_history(prog.gather(hist)[0], done).items():
             run.history[k].extend(column)
         run.generation = g + done
         run.best_fitness = _best(prog, state)[1]
@@ -381,7 +397,8 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
         c.on_evolve_end(run)
     model.history = run.history
     best, best_fitness = _best(prog, state)
-    pop, fit = prog.gather(state[0]), prog.gather(state[1])
+    pop, fit = prog.gather(state[0], state[1])
+    pop, fit = pop.reshape(n, *pop.shape[2:]), fit.reshape(n)
     spec = model.input.spec
     if packed:
         pop = packing.unpack(tf.constant(pop), spec.shape, spec.dtype).numpy()
@@ -391,6 +408,42 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
 
 
 def _best(prog: _Sharded, state) -> tuple[np.ndarray, float]:
-    bests, fits = prog.gather(state[2], add_axis=True), prog.gather(state[3], add_axis=True)
+    bests, fits = prog.gather(state[2], state[3])
     j = int(np.argmax(prog.sign * fits))
     return bests[j], float(fits[j])
+
+
+# -- runs the lecture, the tests and the benchmark share -----------------------------------------
+
+
+def onemax_run(strategy, length: int = 64, individuals: int = 64, generations: int = 60,
+               distribution: str = "global", migration_interval: int = 10, migrants: int = 1,
+               mode: str = "xla", seed: int = 0) -> dict:
+    """Evolve the engine's OneMax model (bit flip 1/L, uniform crossover, tournament of 2) under
+    ``strategy``; a JSON-able summary, so a worker process can return it."""
+    from course_lib.evo import population
+    from course_lib.evo.benchmarks import onemax_model
+
+    model = onemax_model(length, mode, seed=seed)
+    genes = population.random_integers((individuals, length), 0, 2, seed=seed)
+    result = evolve(model, genes, generations, strategy=strategy, distribution=distribution,
+                    migration_interval=migration_interval, migrants=migrants)
+    return {"replicas": strategy.num_replicas_in_sync, "distribution": distribution,
+            "best_fitness": result.best_fitness, "generations": result.generations,
+            "best_history": result.history["best"], "mean_history": result.history["mean"],
+            "population_digest": _digest(result.population)}
+
+
+def _digest(array: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+def multi_worker_onemax(**kwargs) -> dict:
+    """Run inside ``course_lib.distribute.launch``: ``onemax_run`` under MultiWorkerMirroredStrategy
+    (one replica per worker process, collectives over gRPC on 127.0.0.1)."""
+    from course_lib.distribute import worker_context
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first TF call of the worker
+    return {"worker": worker_context()["index"], **onemax_run(strategy, **kwargs)}
