@@ -362,8 +362,6 @@ def test_graph_and_input_errors():
 
 def test_run_options_errors(compiled, tmp_path):
     pop = bits(8, 16)
-    with pytest.raises(NotImplementedError, match="strategy=.* is not implemented yet"):
-        compiled.evolve(pop, generations=1, strategy=tf.distribute.get_strategy())
     with pytest.raises(ValueError, match="not both"):
         compiled.evolve(pop, generations=1, resume_from=tmp_path / "x.npz")
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):

@@ -50,6 +50,10 @@ def test_uniform_integers_and_normal_ranges():
     assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
     i = rng.integers(rng.key(1), rows, (50,), 7).numpy()
     assert i.min() == 0 and i.max() == 6
+    words = rng.bits(rng.key(1), rows, (50,)).numpy().astype(np.uint64)
+    for n in (1, 8, 1000, 2**31):  # multiply-high, or its shortcut for powers of two
+        expected = (words * np.uint64(n)) >> np.uint64(32)
+        np.testing.assert_array_equal(rng.integers(rng.key(1), rows, (50,), n).numpy(), expected)
     z = rng.normal(rng.key(2), rows, (50,)).numpy()
     assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
 

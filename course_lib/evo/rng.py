@@ -133,10 +133,18 @@ def uniform(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
 
 
 def integers(k: tf.Tensor, rows: Rows, shape: tuple[int, ...], n: int) -> tf.Tensor:
-    """Uniform int32 in [0, n), by multiply-high (Lemire) of a 32-bit word; bias <= n / 2**32."""
+    """Uniform int32 in [0, n), by multiply-high (Lemire) of a 32-bit word; bias <= n / 2**32.
+
+    For n a power of two that is a plain shift (the same numbers, cheaper).
+    """
     if not 1 <= n <= 2**31:
         raise ValueError(f"integers needs 1 <= n <= 2**31, got {n}")
-    wide = tf.cast(bits(k, rows, shape), tf.uint64) * tf.constant(n, tf.uint64)
+    words = bits(k, rows, shape)
+    if n == 1:
+        return tf.zeros_like(words, tf.int32)
+    if n & (n - 1) == 0:
+        return tf.cast(tf.bitwise.right_shift(words, _u32(33 - n.bit_length())), tf.int32)
+    wide = tf.cast(words, tf.uint64) * tf.constant(n, tf.uint64)
     return tf.cast(tf.bitwise.right_shift(wide, tf.constant(32, tf.uint64)), tf.int32)
 
 
