@@ -143,7 +143,9 @@ class _Sharded:
         self._select_local = local(self._select_global)
         self._islands_local = local(self._island_generations)
         self.start = tf.function(self._start, autograph=False)
-        self.collect = tf.function(self._collect, autograph=False)
+        # one function per kind of result, each traced once
+        self._collectors = {what: tf.function(self._collect, autograph=False)
+                            for what in ("history", "best", "population")}
         self.run_global = tf.function(self._run_global, autograph=False)
         self.run_islands = tf.function(self._run_islands, autograph=False)
 
@@ -281,9 +283,9 @@ class _Sharded:
         wired = self.strategy.run(lambda *v: [_wire(x[None]) for x in v], args=tuple(values))
         return [_unwire(self.strategy.gather(v, axis=0), d) for v, d in zip(wired, dtypes)]
 
-    def gather(self, *values) -> list[np.ndarray]:
+    def gather(self, what: str, *values) -> list[np.ndarray]:
         """Every replica's values on this worker, stacked: shape (replicas, *value)."""
-        return [v.numpy() for v in self.collect(list(values))]
+        return [v.numpy() for v in self._collectors[what](list(values))]
 
     def combine_history(self, hist: np.ndarray, done: int) -> dict[str, list[float]]:
         """Per-replica (best, mean, std) rows -> the whole population's (shards are equal in size)."""
@@ -385,7 +387,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
                 done = generations - g
                 state = prog.run_islands(state, tf.constant(g), tf.constant(1), tf.constant(done), False)
         state, hist = state[:4], state[4]
-        for k, column in prog.combine_history(prog.gather(hist)[0], done).items():
+        for k, column in prog.combine_history(prog.gather("history", hist)[0], done).items():
             run.history[k].extend(column)
         run.generation = g + done
         run.best_fitness = _best(prog, state)[1]
@@ -397,7 +399,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
         c.on_evolve_end(run)
     model.history = run.history
     best, best_fitness = _best(prog, state)
-    pop, fit = prog.gather(state[0], state[1])
+    pop, fit = prog.gather("population", state[0], state[1])
     pop, fit = pop.reshape(n, *pop.shape[2:]), fit.reshape(n)
     spec = model.input.spec
     if packed:
@@ -408,7 +410,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
 
 
 def _best(prog: _Sharded, state) -> tuple[np.ndarray, float]:
-    bests, fits = prog.gather(state[2], state[3])
+    bests, fits = prog.gather("best", state[2], state[3])
     j = int(np.argmax(prog.sign * fits))
     return bests[j], float(fits[j])
 
@@ -418,13 +420,14 @@ def _best(prog: _Sharded, state) -> tuple[np.ndarray, float]:
 
 def onemax_run(strategy, length: int = 64, individuals: int = 64, generations: int = 60,
                distribution: str = "global", migration_interval: int = 10, migrants: int = 1,
-               mode: str = "xla", seed: int = 0) -> dict:
+               mode: str = "xla", seed: int = 0, model=None) -> dict:
     """Evolve the engine's OneMax model (bit flip 1/L, uniform crossover, tournament of 2) under
-    ``strategy``; a JSON-able summary, so a worker process can return it."""
+    ``strategy``; a JSON-able summary, so a worker process can return it. Pass ``model`` (built
+    with the same length, mode and seed) to reuse its compiled programs."""
     from course_lib.evo import population
     from course_lib.evo.benchmarks import onemax_model
 
-    model = onemax_model(length, mode, seed=seed)
+    model = model or onemax_model(length, mode, seed=seed)
     genes = population.random_integers((individuals, length), 0, 2, seed=seed)
     result = evolve(model, genes, generations, strategy=strategy, distribution=distribution,
                     migration_interval=migration_interval, migrants=migrants)
@@ -447,3 +450,101 @@ def multi_worker_onemax(**kwargs) -> dict:
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first TF call of the worker
     return {"worker": worker_context()["index"], **onemax_run(strategy, **kwargs)}
+
+
+# -- throughput per replica count: `course bench ga-replicas` -------------------------------------
+
+PROBLEMS = ("onemax", "rastrigin")
+
+
+def _problem(problem: str, shape: tuple[int, int], mode: str):
+    """(model, initial population) of the engine's benchmark models."""
+    from course_lib.evo import benchmarks, population
+
+    n, length = shape
+    if problem == "onemax":
+        return benchmarks.onemax_model(length, mode), population.random_integers(shape, 0, 2, seed=0)
+    if problem == "rastrigin":
+        return benchmarks.rastrigin_model(length, mode), population.uniform(shape, -5.12, 5.12, seed=0)
+    raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)}")
+
+
+def replica_comparison(strategy, problem: str = "onemax", shape=(4096, 1024), generations: int = 30, *,
+                       migration_interval: int = 10, migrants: int = 1, repeats: int = 3, mode: str = "xla"):
+    """Time one device without a strategy, then global selection and islands under ``strategy``,
+    on the same model and population, in this run (``course_lib.bench.compare``)."""
+    from course_lib import bench
+
+    model, genes = _problem(problem, tuple(shape), mode)
+    r = strategy.num_replicas_in_sync
+    options = {"generations": generations, "migration_interval": migration_interval, "migrants": migrants}
+    variants = {"one device": lambda: model.evolve(genes, generations=generations).population,
+                f"global x{r}": lambda: evolve(model, genes, strategy=strategy, distribution="global",
+                                               **options).population,
+                f"islands x{r}": lambda: evolve(model, genes, strategy=strategy, distribution="islands",
+                                                **options).population}
+    return bench.compare(variants, baseline="one device", repeats=repeats, warmup=1, number=1,
+                         title=f"{problem} {shape[0]} x {shape[1]}, {generations} generations, {r} replica(s)",
+                         params={"problem": problem, "population": list(shape), "generations": generations,
+                                 "replicas": r, "migration_interval": migration_interval, "migrants": migrants})
+
+
+def _measure_in_fresh_process(replicas: int, problems: list, generations: int, repeats: int) -> dict:
+    """Runs in a process of its own: virtual CPUs are fixed when TensorFlow starts."""
+    from course_lib import devices
+    from course_lib.distribute import make_strategy
+
+    strategy = make_strategy("mirrored", devices.virtual_cpus(replicas))
+    out = []
+    for problem, shape in problems:
+        cmp = replica_comparison(strategy, problem, shape, generations, repeats=repeats)
+        work = shape[0] * shape[1] * generations
+        out.append({"comparison": cmp.to_dict(), "gene_generations_per_s": {t.name: work / t.median_s
+                                                                           for t in cmp.timings}})
+    return {"replicas": replicas, "results": out}
+
+
+def bench_replicas(argv: list[str]) -> int:
+    """OneMax and Rastrigin throughput per replica count (MirroredStrategy over virtual CPUs, one
+    fresh process per count), global selection and islands against one device without a strategy."""
+    from course_lib import bench, devices
+    from course_lib.evo.benchmarks import _write_json
+
+    parser = argparse.ArgumentParser(prog="course bench ga-replicas", description=bench_replicas.__doc__)
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4], metavar="N",
+                        help="replica counts (one virtual CPU each)")
+    parser.add_argument("--quick", action="store_true", help="small populations, few generations")
+    parser.add_argument("--generations", type=int, default=None, help="generations per timed run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", default="build/bench/ga_replicas.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    if any(r < 1 for r in args.replicas):
+        parser.error("--replicas takes whole numbers >= 1")
+    generations = args.generations or (10 if args.quick else 30)
+    problems = ([("onemax", (512, 256)), ("rastrigin", (512, 100))] if args.quick
+                else [("onemax", (4096, 1024)), ("rastrigin", (4096, 100))])
+    for r in args.replicas:
+        for _, (n, _) in problems:
+            shard_size(n, r)
+    print(f"GA throughput per replica count on {bench.machine_summary()}")
+    runs = []
+    for r in args.replicas:
+        source = textwrap.dedent(f"""
+            import json
+            from course_lib.evo import distributed
+            out = distributed._measure_in_fresh_process({r}, {problems!r}, {generations}, {args.repeats})
+            print("RESULT " + json.dumps(out, default=str))
+        """)
+        proc = devices.run_python(source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=1800)
+        runs.append(json.loads([s for s in proc.stdout.splitlines() if s.startswith("RESULT ")][-1][7:]))
+    print(f"{'problem':10}{'replicas':>9}  {'variant':14}{'gene-generations/s':>20}{'vs one device':>15}")
+    for run in runs:
+        for res in run["results"]:
+            cmp = res["comparison"]
+            for v in cmp["variants"]:
+                rate = res["gene_generations_per_s"][v["name"]]
+                print(f"{cmp['params']['problem']:10}{run['replicas']:>9}  {v['name']:14}{rate:>20.3e}"
+                      f"{v['speedup']:>14.2f}x")
+    _write_json(args.json, {"machine": bench.machine(), "generations": generations, "runs": runs})
+    print(f"wrote {args.json}")
+    return 0
