@@ -1,0 +1,299 @@
+"""Applications of ``course_lib.evo``: the travelling salesman, 0/1 knapsack and continuous
+optimisation, each with instances whose answer is known and a classical baseline to beat.
+
+A GA result means little alone: a TSP tour is read against a nearest-neighbour tour and
+2-opt (and against the optimum on structured city sets, where it is known), a knapsack
+against dynamic programming (exact for integer weights), a continuous optimum against
+the function's known minimum at the origin. Baselines are vectorised NumPy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from course_lib import evo
+
+# -- TSP ----------------------------------------------------------------------------------------
+
+CITY_SETS = ("random", "circle", "grid")
+
+
+def cities(kind: str = "random", n: int = 50, seed: int = 0) -> np.ndarray:
+    """City coordinates (n, 2), listed in a random order (so no tour is given away).
+
+    * "random": uniform in the unit square (optimum unknown);
+    * "circle": evenly spaced on the unit circle (optimum: the polygon);
+    * "grid": a k x k lattice with unit spacing, n = k² (optimum known, see ``optimal_length``).
+    """
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        xy = rng.uniform(0.0, 1.0, (n, 2))
+    elif kind == "circle":
+        angle = 2 * np.pi * np.arange(n) / n
+        xy = np.stack([np.cos(angle), np.sin(angle)], axis=1)
+    elif kind == "grid":
+        k = math.isqrt(n)
+        if k * k != n or k < 2:
+            raise ValueError(f"a grid of cities needs a square number of cities >= 4 (e.g. 36, 64), got {n}")
+        xy = np.stack(np.divmod(np.arange(n), k), axis=1).astype(np.float64)
+    else:
+        raise ValueError(f"unknown city set {kind!r}; choose one of {', '.join(CITY_SETS)}")
+    if n < 3:
+        raise ValueError(f"a tour needs at least 3 cities, got {n}")
+    return xy[rng.permutation(n)]
+
+
+def optimal_length(kind: str, n: int) -> float | None:
+    """The shortest tour's length where it is known: the circle's polygon, 2n·sin(π/n); a
+    k x k grid with unit spacing, n when k is even and n - 1 + √2 when k is odd; None for random."""
+    if kind == "circle":
+        return 2 * n * math.sin(math.pi / n)
+    if kind == "grid":
+        return float(n) if math.isqrt(n) % 2 == 0 else n - 1 + math.sqrt(2)
+    return None
+
+
+def distance_matrix(coordinates) -> np.ndarray:
+    """Euclidean distances (n, n) between cities."""
+    xy = np.asarray(coordinates, dtype=np.float64)
+    return np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1))
+
+
+def is_tour(tour, n: int) -> bool:
+    """Whether ``tour`` visits each of the n cities exactly once."""
+    t = np.asarray(tour)
+    return t.shape == (n,) and np.array_equal(np.sort(t), np.arange(n))
+
+
+def tour_length(tour, distances) -> float | np.ndarray:
+    """Length of the closed tour(s): one tour (n,) gives a float, tours (m, n) give (m,)."""
+    t = np.asarray(tour)
+    d = np.asarray(distances)
+    lengths = d[t, np.roll(t, -1, axis=-1)].sum(axis=-1)
+    return float(lengths) if t.ndim == 1 else lengths
+
+
+def nearest_neighbour_tour(distances, start: int = 0) -> np.ndarray:
+    """Greedy tour: from ``start``, always go to the closest unvisited city."""
+    d = np.asarray(distances, dtype=np.float64)
+    n = d.shape[0]
+    visited = np.zeros(n, bool)
+    tour = np.empty(n, np.int64)
+    tour[0], visited[start] = start, True
+    for i in range(1, n):
+        row = np.where(visited, np.inf, d[tour[i - 1]])
+        tour[i] = int(np.argmin(row))
+        visited[tour[i]] = True
+    return tour
+
+
+def two_opt(tour, distances, max_moves: int | None = None) -> np.ndarray:
+    """Best-improvement 2-opt: reverse the segment whose reversal shortens the tour most,
+    until no reversal helps (a local optimum) or after ``max_moves``.
+
+    Every move strictly shortens the tour, so the result is never longer than the input.
+    Each move scores all O(n²) reversals at once with NumPy.
+    """
+    t = np.array(tour, dtype=np.int64)
+    d = np.asarray(distances, dtype=np.float64)
+    n = t.shape[0]
+    if not is_tour(t, d.shape[0]):
+        raise ValueError(f"two_opt needs a tour: a permutation of 0..{d.shape[0] - 1}")
+    i, j = np.triu_indices(n, k=2)  # reverse t[i+1..j]: edges (i, i+1) and (j, j+1) are replaced
+    moves = 0
+    while max_moves is None or moves < max_moves:
+        a, b = t, np.roll(t, -1)
+        delta = d[a[i], a[j]] + d[b[i], b[j]] - d[a[i], b[i]] - d[a[j], b[j]]
+        k = int(np.argmin(delta))
+        if delta[k] >= -1e-12:
+            break
+        t[i[k] + 1:j[k] + 1] = t[i[k] + 1:j[k] + 1][::-1]
+        moves += 1
+    return t
+
+
+def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 1.0,
+              selection=None) -> evo.Model:
+    """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
+    move), tour length to minimise, elitist selection by default."""
+    xy = np.asarray(coordinates)
+    inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
+    x = evo.ops.OrderCrossover()(inputs)
+    x = evo.ops.InversionMutation(rate=mutation_rate)(x)
+    model = evo.Model(inputs, x, name="tsp")
+    model.compile(fitness=evo.fitness.TSP(coordinates=xy), selection=selection or evo.selection.Elitist(),
+                  mode=mode, seed=seed)
+    return model
+
+
+def tour_population(n: int, length: int, seed: int = 0, include=()) -> np.ndarray:
+    """``n`` random tours, the first rows replaced by the tours in ``include`` (e.g. a
+    nearest-neighbour tour, to start the GA from a baseline)."""
+    pop = evo.population.permutations(n, length, seed=seed).numpy()
+    for row, tour in enumerate(include):
+        if not is_tour(tour, length):
+            raise ValueError(f"include[{row}] is not a tour of {length} cities")
+        pop[row] = tour
+    return pop
+
+
+def plot_tour(coordinates, tour, ax=None, title: str | None = None):
+    """The cities and the closed tour through them."""
+    import matplotlib.pyplot as plt
+
+    xy = np.asarray(coordinates)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 4))
+    closed = np.append(np.asarray(tour), tour[0])
+    ax.plot(xy[closed, 0], xy[closed, 1], "-", lw=1.2, color="tab:blue")
+    ax.plot(xy[:, 0], xy[:, 1], "o", ms=3, color="tab:red")
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+# -- 0/1 knapsack ----------------------------------------------------------------------------------
+
+def knapsack_instance(n: int = 30, seed: int = 0, correlated: bool = False, max_weight: int = 100) -> dict:
+    """Integer weights in [1, max_weight], values, and capacity half the total weight.
+
+    ``correlated``: value = weight + 10 (harder: every item has nearly the same value per
+    unit weight, so greedy choices are poor guides).
+    """
+    if n < 1 or max_weight < 1:
+        raise ValueError(f"knapsack_instance needs n >= 1 and max_weight >= 1, got n={n}, max_weight={max_weight}")
+    rng = np.random.default_rng(seed)
+    weights = rng.integers(1, max_weight + 1, n)
+    values = weights + 10 if correlated else rng.integers(1, max_weight + 1, n)
+    return {"weights": weights, "values": values, "capacity": int(weights.sum() // 2)}
+
+
+def _items(weights, values, capacity) -> tuple[np.ndarray, np.ndarray, int]:
+    w, v = np.asarray(weights), np.asarray(values)
+    if w.shape != v.shape or w.ndim != 1:
+        raise ValueError(f"weights and values must be 1-D and of the same length, got {w.shape} and {v.shape}")
+    if not np.issubdtype(w.dtype, np.integer) or (w < 1).any():
+        raise ValueError("knapsack_dp needs positive integer weights (it tables every capacity 0..C)")
+    if int(capacity) != capacity or capacity < 0:
+        raise ValueError(f"capacity must be a whole number >= 0, got {capacity!r}")
+    return w.astype(np.int64), v.astype(np.float64), int(capacity)
+
+
+def knapsack_dp(weights, values, capacity) -> tuple[float, np.ndarray]:
+    """The exact optimum (value, 0/1 choice) by dynamic programming over capacities: O(n·C).
+
+    Row i of the table holds the best value for every capacity using the first i items;
+    the whole row is updated at once with NumPy.
+    """
+    w, v, c = _items(weights, values, capacity)
+    best = np.zeros(c + 1)
+    took = np.zeros((w.shape[0], c + 1), bool)
+    for i, (wi, vi) in enumerate(zip(w, v)):
+        if wi > c:
+            continue
+        with_item = best[:-wi] + vi
+        took[i, wi:] = with_item > best[wi:]
+        best[wi:] = np.maximum(best[wi:], with_item)
+    choice = np.zeros(w.shape[0], np.int32)
+    room = c
+    for i in range(w.shape[0] - 1, -1, -1):
+        if took[i, room]:
+            choice[i], room = 1, room - w[i]
+    return float(best[c]), choice
+
+
+def knapsack_brute_force(weights, values, capacity) -> tuple[float, np.ndarray]:
+    """The optimum by trying all 2ⁿ choices (n <= 20): the check on ``knapsack_dp``."""
+    w, v, c = np.asarray(weights), np.asarray(values, dtype=np.float64), capacity
+    if w.shape[0] > 20:
+        raise ValueError(f"brute force tries 2**n choices; n={w.shape[0]} is too many (at most 20)")
+    choices = np.array(list(itertools.product([0, 1], repeat=w.shape[0])), np.int32)
+    value = np.where(choices @ w <= c, choices @ v, -np.inf)
+    k = int(np.argmax(value))
+    return float(value[k]), choices[k]
+
+
+def knapsack_greedy(weights, values, capacity) -> tuple[float, np.ndarray]:
+    """Baseline: take items by value per unit weight while they fit."""
+    w, v = np.asarray(weights, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    choice = np.zeros(w.shape[0], np.int32)
+    room = float(capacity)
+    for i in np.argsort(-v / w, kind="stable"):
+        if w[i] <= room:
+            choice[i], room = 1, room - w[i]
+    return float(choice @ v), choice
+
+
+def knapsack_check(choice, weights, values, capacity) -> dict:
+    """Value, weight and feasibility of a 0/1 choice."""
+    x = np.asarray(choice)
+    weight = float(x @ np.asarray(weights))
+    return {"value": float(x @ np.asarray(values)), "weight": weight, "feasible": weight <= capacity}
+
+
+def knapsack_model(instance: dict, *, mode: str = "xla", seed: int = 0, selection=None) -> evo.Model:
+    """A GA on 0/1 choices: bit flips (about one per genome), two-point crossover, the
+    engine's Knapsack fitness (value minus a penalty per unit of overweight)."""
+    n = len(instance["weights"])
+    inputs = evo.Input(shape=(n,), dtype="int32")
+    x = evo.ops.BitFlipMutation(rate=1 / n)(inputs)
+    x = evo.ops.TwoPointCrossover()(x)
+    model = evo.Model(inputs, x, name="knapsack")
+    fitness = evo.fitness.Knapsack(weights=instance["weights"], values=instance["values"],
+                                   capacity=instance["capacity"])
+    model.compile(fitness=fitness, selection=selection or evo.selection.Elitist(), mode=mode, seed=seed)
+    return model
+
+
+# -- continuous optimisation ------------------------------------------------------------------------
+
+FUNCTIONS = {"rastrigin": (evo.fitness.Rastrigin, 5.12), "ackley": (evo.fitness.Ackley, 32.768)}
+
+
+def continuous_model(function: str = "rastrigin", dims: int = 30, *, stddev: float | None = None,
+                     rate: float | None = None, mode: str = "xla", seed: int = 0, selection=None) -> evo.Model:
+    """A GA on float vectors in the function's usual box [-b, b]^d: Gaussian mutation (clipped
+    to the box), uniform crossover, elitist selection.
+
+    ``stddev`` defaults to 2% of the box's width; ``rate`` (the share of genes mutated) to
+    about two genes per genome.
+    """
+    if function not in FUNCTIONS:
+        raise ValueError(f"unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}")
+    fitness, bound = FUNCTIONS[function]
+    inputs = evo.Input(shape=(dims,), dtype="float32")
+    x = evo.ops.GaussianMutation(stddev=stddev or 0.04 * bound, rate=rate or min(1.0, 2 / dims),
+                                 low=-bound, high=bound)(inputs)
+    x = evo.ops.UniformCrossover()(x)
+    model = evo.Model(inputs, x, name=function)
+    model.compile(fitness=fitness(), selection=selection or evo.selection.Elitist(), mode=mode, seed=seed)
+    return model
+
+
+def continuous_population(function: str, n: int, dims: int, seed: int = 0):
+    """``n`` points uniform in the function's box."""
+    bound = FUNCTIONS[function][1]
+    return evo.population.uniform((n, dims), -bound, bound, seed=seed)
+
+
+def plot_landscape(function: str = "rastrigin", ax=None, points: int = 201):
+    """The function over a 2-D slice of its box: the many local minima a GA has to cross."""
+    import matplotlib.pyplot as plt
+
+    fitness, bound = FUNCTIONS[function]
+    grid = np.linspace(-bound, bound, points, dtype=np.float32)
+    xx, yy = np.meshgrid(grid, grid)
+    z = fitness()(np.stack([xx.ravel(), yy.ravel()], 1)).numpy().reshape(xx.shape)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3.4))
+    image = ax.contourf(xx, yy, z, levels=30, cmap="viridis")
+    ax.figure.colorbar(image, ax=ax)
+    ax.set_title(f"{function} in 2-D (minimum 0 at the origin)", fontsize=9)
+    ax.set_aspect("equal")
+    return ax

@@ -1,0 +1,147 @@
+"""course_lib.evo.applications: city sets with known optima, valid baseline tours, 2-opt never
+worse than its input, knapsack DP equal to brute force, and the GAs reaching known optima
+on small instances."""
+
+import numpy as np
+import pytest
+
+from course_lib.evo import applications as app
+
+
+def angle_tour(xy):
+    return np.argsort(np.arctan2(xy[:, 1], xy[:, 0]))
+
+
+def snake_tour(xy, k):
+    """For an even k x k grid: up column 0, then snake through columns 1..k-1 over rows 1..k-1, back on row 0."""
+    index = {(int(x), int(y)): i for i, (x, y) in enumerate(xy)}
+    path = [(0, y) for y in range(k)]
+    for y in range(k - 1, 0, -1):
+        xs = range(1, k) if (k - 1 - y) % 2 == 0 else range(k - 1, 0, -1)
+        path += [(x, y) for x in xs]
+    path += [(x, 0) for x in range(k - 1, 0, -1)]
+    return np.array([index[p] for p in path])
+
+
+# -- TSP ------------------------------------------------------------------------------------------------
+
+
+def test_structured_city_sets_have_the_stated_optima():
+    circle = app.cities("circle", 20, seed=3)
+    d = app.distance_matrix(circle)
+    assert app.tour_length(angle_tour(circle), d) == pytest.approx(app.optimal_length("circle", 20))
+    grid = app.cities("grid", 36, seed=3)
+    tour = snake_tour(grid, 6)
+    assert app.is_tour(tour, 36)
+    assert app.tour_length(tour, app.distance_matrix(grid)) == pytest.approx(app.optimal_length("grid", 36)) == 36
+    assert app.optimal_length("grid", 49) == pytest.approx(48 + np.sqrt(2))
+    assert app.optimal_length("random", 20) is None
+    assert not np.array_equal(app.cities("circle", 20, seed=3), app.cities("circle", 20, seed=4))  # order hidden
+
+
+@pytest.mark.parametrize("kind,n", [("random", 40), ("circle", 25), ("grid", 25)])
+def test_baselines_are_valid_tours_and_two_opt_never_makes_one_longer(kind, n):
+    xy = app.cities(kind, n, seed=1)
+    d = app.distance_matrix(xy)
+    nn = app.nearest_neighbour_tour(d, start=5)
+    assert app.is_tour(nn, n) and nn[0] == 5
+    starts = [nn] + list(np.random.default_rng(0).permuted(np.tile(np.arange(n), (5, 1)), axis=1))
+    for tour in starts:
+        better = app.two_opt(tour, d)
+        assert app.is_tour(better, n)
+        assert app.tour_length(better, d) <= app.tour_length(tour, d) + 1e-12
+        assert app.tour_length(app.two_opt(better, d, max_moves=1), d) == pytest.approx(app.tour_length(better, d))
+    optimum = app.optimal_length(kind, n)
+    if kind == "circle":  # points in convex position: a tour without crossings is optimal
+        assert app.tour_length(app.two_opt(starts[1], d), d) == pytest.approx(optimum)
+    if optimum is not None:
+        assert app.tour_length(nn, d) >= optimum - 1e-9
+
+
+def test_tour_lengths_of_many_tours_at_once():
+    xy = app.cities("random", 12, seed=2)
+    d = app.distance_matrix(xy)
+    tours = app.tour_population(6, 12, seed=0, include=[app.nearest_neighbour_tour(d)])
+    assert tours.shape == (6, 12) and all(app.is_tour(t, 12) for t in tours)
+    np.testing.assert_array_equal(tours[0], app.nearest_neighbour_tour(d))
+    np.testing.assert_allclose(app.tour_length(tours, d), [app.tour_length(t, d) for t in tours])
+
+
+def test_the_tsp_ga_finds_the_optimal_circle_tour():
+    xy = app.cities("circle", 12, seed=0)
+    model = app.tsp_model(xy, mode="graph")
+    result = model.evolve(app.tour_population(64, 12, seed=0), generations=80)
+    assert app.is_tour(result.best, 12)
+    assert result.best_fitness == pytest.approx(app.optimal_length("circle", 12), rel=1e-5)
+    assert app.tour_length(result.best, app.distance_matrix(xy)) == pytest.approx(result.best_fitness, rel=1e-5)
+
+
+def test_a_tour_plot_draws_the_closed_tour():
+    xy = app.cities("grid", 16)
+    ax = app.plot_tour(xy, app.nearest_neighbour_tour(app.distance_matrix(xy)), title="nn")
+    line = ax.lines[0]
+    assert len(line.get_xdata()) == 17 and ax.get_title() == "nn"
+
+
+# -- knapsack --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed,n,correlated", [(0, 8, False), (1, 12, False), (2, 12, True), (3, 14, True)])
+def test_knapsack_dp_matches_brute_force(seed, n, correlated):
+    inst = app.knapsack_instance(n, seed=seed, correlated=correlated, max_weight=30)
+    value, choice = app.knapsack_dp(**inst)
+    brute, _ = app.knapsack_brute_force(**inst)
+    assert value == brute
+    check = app.knapsack_check(choice, **inst)
+    assert check["feasible"] and check["value"] == value
+    assert app.knapsack_greedy(**inst)[0] <= value
+
+
+def test_knapsack_dp_edge_cases_and_errors():
+    assert app.knapsack_dp([5, 6], [10, 12], 4) == (0.0, pytest.approx(np.array([0, 0])))
+    value, choice = app.knapsack_dp([2, 3, 4], [3, 4, 5], 5)
+    assert value == 7 and choice.tolist() == [1, 1, 0]
+    with pytest.raises(ValueError, match="positive integer weights"):
+        app.knapsack_dp([1.5, 2.0], [1, 2], 3)
+    with pytest.raises(ValueError, match="same length"):
+        app.knapsack_dp([1, 2], [1], 3)
+    with pytest.raises(ValueError, match="too many"):
+        app.knapsack_brute_force(np.ones(21, int), np.ones(21), 5)
+
+
+def test_the_knapsack_ga_reaches_the_dp_optimum():
+    inst = app.knapsack_instance(16, seed=4, max_weight=40)
+    optimum, _ = app.knapsack_dp(**inst)
+    model = app.knapsack_model(inst, mode="graph", seed=0)
+    genes = np.random.default_rng(0).integers(0, 2, (64, 16)).astype("int32")
+    result = model.evolve(genes, generations=100)
+    check = app.knapsack_check(result.best, **inst)
+    assert check["feasible"] and check["value"] == optimum == result.best_fitness
+
+
+# -- continuous optimisation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", sorted(app.FUNCTIONS))
+def test_gaussian_mutation_ga_descends_towards_the_origin(function):
+    model = app.continuous_model(function, dims=10, mode="graph")
+    bound = app.FUNCTIONS[function][1]
+    result = model.evolve(app.continuous_population(function, 64, 10, seed=0), generations=120)
+    assert result.best_fitness < result.history["best"][0] / 5
+    assert np.abs(result.population).max() <= bound
+
+
+def test_bad_application_input_is_named():
+    with pytest.raises(ValueError, match="square number of cities"):
+        app.cities("grid", 30)
+    with pytest.raises(ValueError, match="unknown city set 'star'"):
+        app.cities("star", 10)
+    with pytest.raises(ValueError, match="at least 3 cities"):
+        app.cities("random", 2)
+    with pytest.raises(ValueError, match="two_opt needs a tour"):
+        app.two_opt([0, 1, 1], app.distance_matrix(app.cities("random", 3)))
+    with pytest.raises(ValueError, match="unknown function 'sphere'"):
+        app.continuous_model("sphere")
+    with pytest.raises(ValueError, match=r"include\[0\] is not a tour of 5 cities"):
+        app.tour_population(4, 5, include=[[0, 1, 2, 3, 3]])
+    assert app.plot_landscape("ackley", points=21).get_title().startswith("ackley")
