@@ -31,6 +31,7 @@ __all__ = [
     "machine",
     "machine_summary",
     "table",
+    "save_report",
 ]
 
 
@@ -231,6 +232,17 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
             on_result(timings[-1], i + 1, len(names))
     return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
                       params=dict(params or {}))
+
+
+def save_report(comparisons: Iterable[Comparison], path: str | os.PathLike) -> str:
+    """Write several comparisons and the machine as one JSON file (what ``course bench`` saves)."""
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine(), "comparisons": [c.to_dict() for c in comparisons]}
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return str(path)
 
 
 _CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")

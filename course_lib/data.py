@@ -535,7 +535,6 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
 def bench_pipelines(argv: list[str]) -> int:
     """``course bench tfdata``: one epoch of each pipeline variant against the naive one, printed and saved as JSON."""
     import argparse
-    import json
 
     parser = argparse.ArgumentParser(prog="course bench tfdata", description=bench_pipelines.__doc__)
     parser.add_argument("--shards", type=int, default=4, help="TFRecord files")
@@ -557,11 +556,8 @@ def bench_pipelines(argv: list[str]) -> int:
                                        repeats=args.repeats)
             result.title += f", {threads or 'default'} threads"
             print(result, end="\n\n")
-            records.append(result.to_dict())
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": records}, indent=2, default=str) + "\n")
-    print(f"wrote {path}")
+            records.append(result)
+    print(f"wrote {bench.save_report(records, args.json)}")
     return 0
 
 

@@ -449,11 +449,8 @@ def bench_strategies(argv: list[str]) -> int:
                                repeats=args.repeats, title=f"{args.steps} steps, global batch {batch}",
                                params={"global_batch": batch, "steps": args.steps})
         print(result, end="\n\n")
-        records.append(result.to_dict())
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": records}, indent=2, default=str) + "\n")
-    print(f"wrote {path}")
+        records.append(result)
+    print(f"wrote {bench.save_report(records, args.json)}")
     return 0
 
 

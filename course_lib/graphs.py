@@ -177,7 +177,6 @@ def train_step_variants(image_size: int = 28, classes: int = 10) -> dict[str, Ca
 def bench_eager_vs_graph(argv: list[str]) -> int:
     """``course bench eager-vs-graph``: lecture 01's three comparisons, printed and saved as JSON."""
     import argparse
-    import json
 
     from course_lib import bench
 
@@ -196,11 +195,8 @@ def bench_eager_vs_graph(argv: list[str]) -> int:
         result = bench.compare({name: build(**sizes) for name, build in builders.items()},
                                repeats=args.repeats, title=f"{title} {sizes}", params=sizes)
         print(result, end="\n\n")
-        records.append(result.to_dict())
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": records}, indent=2, default=str) + "\n")
-    print(f"wrote {path}")
+        records.append(result)
+    print(f"wrote {bench.save_report(records, args.json)}")
     return 0
 
 

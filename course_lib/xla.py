@@ -458,9 +458,5 @@ def bench_xla(argv: list[str]) -> int:
                                          params={"workload": workload, "n": n}))
     for result in results:
         print(result, end="\n\n")
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": bench.machine(), "comparisons": [r.to_dict() for r in results]},
-                               indent=2, default=str) + "\n")
-    print(f"wrote {path}")
+    print(f"wrote {bench.save_report(results, args.json)}")
     return 0
