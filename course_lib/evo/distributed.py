@@ -24,11 +24,8 @@ Results come back to Python between chunks through ``strategy.gather``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import math
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -115,49 +112,32 @@ def _replica_id() -> tf.Tensor:
     return tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.int32)
 
 
-class _Sharded:
-    """The compiled functions of one (strategy, distribution, population size, packing, mode).
+class _Replica:
+    """A replica's own work for one (model, mode, packing, shard size, batch), compiled in ``mode``.
 
-    Per-replica state: (shard, its fitness, best genome so far, its fitness). The engine's
-    ``_Program`` for one shard supplies variation and fitness; selection, migration and
-    the loops are here.
+    Shared by every strategy, distribution and migration setting that uses the same shard
+    size, so a sweep over them compiles these once per device. Built on the engine's
+    ``_Program`` for one shard (variation and fitness); selection and the island loop are here.
     """
 
-    def __init__(self, model, strategy, distribution, interval, migrants, mode, packed, n, batch, chunk):
-        self.model, self.strategy, self.distribution = model, strategy, distribution
-        self.replicas = strategy.num_replicas_in_sync
-        self.total, self.shard = n, n // self.replicas
-        self.interval, self.migrants = interval, migrants
-        self.prog = _Program(model, mode, packed, self.shard, batch, chunk)
+    def __init__(self, model, mode, packed, shard, batch):
+        self.model, self.shard = model, shard
+        self.prog = _Program(model, mode, packed, shard, batch, 1)
         self.sign = self.prog.sign
-        self.dtype = None  # the stored genome dtype, set at start
-        if distribution == "islands":  # whole migration epochs per call
-            self.epochs = max(1, chunk // interval)
-            self.chunk = self.epochs * interval
-        else:
-            self.chunk = chunk
-        # the generations in `mode`; the start and migration (small, once per call or epoch) as graphs,
-        # which saves an XLA compilation per replica for each
-        local = {"graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}[mode]
-        self._children_local = local(self._children)
-        self._select_local = local(self._select_global)
-        self._islands_local = local(self._island_generations)
-        self.start = tf.function(self._start, autograph=False)
-        # one function per kind of result, each traced once
-        self._collectors = {what: tf.function(self._collect, autograph=False)
-                            for what in ("history", "best", "population")}
-        self.run_global = tf.function(self._run_global, autograph=False)
-        self.run_islands = tf.function(self._run_islands, autograph=False)
+        compiled = {"graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}[mode]
+        self.children = compiled(self._children)
+        self.select = compiled(self._select)
+        self.islands = compiled(self._islands)
 
-    # -- per-replica work (compiled with XLA in mode "xla") -----------------------------
-    def _start_replica(self, shard):
+    def key(self, generation, replica):
+        """A replica's key for one generation: the engine's generation key, folded with the replica."""
+        return rng.fold_in(rng.fold_in(self.prog.key, generation), replica)
+
+    def start(self, shard):
+        """(fitness, best, its fitness) of a first shard; traced into the start graph."""
         fit = self.prog.evaluate(shard)
         j = tf.argmax(self.sign * fit, output_type=tf.int32)
         return fit, tf.gather(shard, j), tf.gather(fit, j)
-
-    def _key(self, generation, replica):
-        """A replica's key for one generation (the engine's generation key, folded with the replica)."""
-        return rng.fold_in(rng.fold_in(self.prog.key, generation), replica)
 
     def _pool(self, pop, fit, key):
         children = self.prog.vary(pop, key)
@@ -167,43 +147,68 @@ class _Sharded:
         return children, child_fit
 
     def _children(self, pop, fit, generation, replica):
-        return self._pool(pop, fit, self._key(generation, replica))
-
-    @staticmethod
-    def _row(fit):
-        return tf.stack([tf.reduce_mean(fit), tf.math.reduce_std(fit)])
+        return self._pool(pop, fit, self.key(generation, replica))
 
     def _keep_best(self, pop, fit, best, best_fit):
         j = tf.argmax(self.sign * fit, output_type=tf.int32)
         gen_best = tf.gather(fit, j)
         better = self.sign * gen_best > self.sign * best_fit
-        best = tf.where(better, tf.gather(pop, j), best)
-        return best, tf.where(better, gen_best, best_fit), tf.concat([gen_best[None], self._row(fit)], 0)
+        row = tf.stack([gen_best, tf.reduce_mean(fit), tf.math.reduce_std(fit)])
+        return tf.where(better, tf.gather(pop, j), best), tf.where(better, gen_best, best_fit), row
 
-    def _select_global(self, pool, pool_fit, generation, replica, best, best_fit):
-        """Selection over the whole gathered pool (same key on every replica); keep this replica's slots."""
+    def _select(self, pool, pool_fit, generation, replica, best, best_fit):
+        """Global selection: the same draw over the whole gathered pool on every replica; keep this
+        replica's slots. The pool holds every replica's share, so its size gives the population's."""
+        factor = len(self.model.outputs) + (1 if self.model.selection.pool == "both" else 0)
+        replicas = pool.shape[0] // (self.shard * factor)
         key = rng.fold_in(rng.fold_in(self.prog.key, generation), 0)
-        idx = self.model.selection.select(self.sign * pool_fit, key, self.total)
+        idx = self.model.selection.select(self.sign * pool_fit, key, self.shard * replicas)
         mine = tf.slice(idx, [replica * self.shard], [self.shard])
         pop, fit = tf.gather(pool, mine), tf.gather(pool_fit, mine)
-        best, best_fit, row = self._keep_best(pop, fit, best, best_fit)
-        return pop, fit, best, best_fit, row
+        return (pop, fit, *self._keep_best(pop, fit, best, best_fit))
 
-    def _island_generations(self, pop, fit, best, best_fit, generation, count, replica):
-        """``count`` generations of one island in one while_loop; rows of (best, mean, std)."""
+    def _islands(self, pop, fit, best, best_fit, hist, offset, generation, count, replica):
+        """``count`` generations of one island in one while_loop, (best, mean, std) rows into ``hist``
+        from ``offset``."""
 
-        def body(i, pop, fit, best, best_fit, rows):
-            key = self._key(generation + i + 1, replica)
+        def body(i, pop, fit, best, best_fit, hist):
+            key = self.key(generation + i + 1, replica)
             pool, pool_fit = self._pool(pop, fit, key)
             idx = self.model.selection.select(self.sign * pool_fit, rng.fold_in(key, 0), self.shard)
             pop, fit = tf.gather(pool, idx), tf.gather(pool_fit, idx)
             best, best_fit, row = self._keep_best(pop, fit, best, best_fit)
-            return i + 1, pop, fit, best, best_fit, tf.tensor_scatter_nd_update(rows, [[i]], row[None])
+            return i + 1, pop, fit, best, best_fit, tf.tensor_scatter_nd_update(hist, [[offset + i]], row[None])
 
-        rows = tf.zeros((self.interval, len(STATS)))
-        _, pop, fit, best, best_fit, rows = tf.while_loop(
-            lambda i, *_: i < count, body, (tf.constant(0), pop, fit, best, best_fit, rows))
-        return pop, fit, best, best_fit, rows
+        return tf.while_loop(lambda i, *_: i < count, body, (tf.constant(0), pop, fit, best, best_fit, hist))[1:]
+
+
+class _Sharded:
+    """The loops of one (strategy, distribution, migration, population size, chunk): graph
+    functions that call ``strategy.run`` on the replica's compiled work.
+
+    Per-replica state: (shard, its fitness, best genome so far, its fitness), plus a
+    history buffer of (best, mean, std) rows for the generations of one call.
+    """
+
+    def __init__(self, replica: _Replica, strategy, distribution, interval, migrants, n, chunk):
+        self.replica, self.strategy, self.distribution = replica, strategy, distribution
+        self.replicas = strategy.num_replicas_in_sync
+        self.total, self.shard = n, n // self.replicas
+        self.interval, self.migrants = interval, migrants
+        self.sign = replica.sign
+        if distribution == "islands":  # whole migration epochs per call
+            self.epochs = max(1, chunk // interval)
+            self.chunk = max(chunk, interval)
+        else:
+            self.chunk = chunk
+        # partials: TensorFlow's retracing warning counts the traces of a method's code across all
+        # instances, but each instance (another strategy or interval) traces its own functions once
+        self.start = tf.function(functools.partial(self._start), autograph=False)
+        self.run_global = tf.function(functools.partial(self._run_global), autograph=False)
+        self.run_islands = tf.function(functools.partial(self._run_islands), autograph=False)
+        # one function per kind of result, each traced once
+        self._collectors = {what: tf.function(functools.partial(self._collect), autograph=False)
+                            for what in ("history", "best", "population")}
 
     def _emigrants(self, pop, fit):
         top = tf.math.top_k(self.sign * fit, k=self.migrants).indices
@@ -220,56 +225,60 @@ class _Sharded:
         return (tf.tensor_scatter_nd_update(pop, worst, incoming),
                 tf.tensor_scatter_nd_update(fit, worst, incoming_fit))
 
-    # -- the loops (graph functions around strategy.run) ----------------------------------
+    def _gather(self, ctx, value, size):
+        """all_gather along the first axis, keeping the static shape (MultiWorkerMirroredStrategy loses it)."""
+        out = _unwire(ctx.all_gather(_wire(value), axis=0), value.dtype)
+        return tf.ensure_shape(out, (size, *value.shape[1:]))
+
+    # -- the loops (graph functions around strategy.run; the start and migration are small
+    # and run as graph ops, which saves an XLA compilation per device for each) ----------------
     def _start(self, shards):
-        self.prog._traced()
+        self.replica.prog._traced()
+
         def replica(shard):
-            return (shard, *self._start_replica(shard))
+            return (shard, *self.replica.start(shard))
 
         return self.strategy.run(replica, args=(shards,))
 
+    def _empty_history(self):
+        return self.strategy.run(lambda: tf.zeros((self.chunk, len(STATS))))
+
     def _run_global(self, state, generation, count):
-        self.prog._traced()
+        self.replica.prog._traced()
+
         def replica(pop, fit, best, best_fit, hist, g, i):
-            ctx = tf.distribute.get_replica_context()
-            r = _replica_id()
-            pool, pool_fit = self._children_local(pop, fit, g, r)
-            size = self.replicas * pool.shape[0]  # static (MultiWorkerMirroredStrategy's gather loses it)
-            everyone, everyone_fit = ctx.all_gather([_wire(pool), pool_fit], axis=0)
-            everyone = tf.ensure_shape(_unwire(everyone, pool.dtype), (size, *pool.shape[1:]))
-            everyone_fit = tf.ensure_shape(everyone_fit, (size,))
-            pop, fit, best, best_fit, row = self._select_local(everyone, everyone_fit, g, r, best, best_fit)
+            ctx, r = tf.distribute.get_replica_context(), _replica_id()
+            pool, pool_fit = self.replica.children(pop, fit, g, r)
+            size = self.replicas * pool.shape[0]
+            pool, pool_fit = self._gather(ctx, pool, size), self._gather(ctx, pool_fit, size)
+            pop, fit, best, best_fit, row = self.replica.select(pool, pool_fit, g, r, best, best_fit)
             return pop, fit, best, best_fit, tf.tensor_scatter_nd_update(hist, [[i]], row[None])
 
         def body(i, state):
             return i + 1, self.strategy.run(replica, args=(*state, generation + i + 1, i))
 
-        hist = self.strategy.run(lambda: tf.zeros((self.chunk, len(STATS))))
-        _, state = tf.while_loop(lambda i, s: i < count, body, (tf.constant(0), (*state, hist)))
-        return state
+        state = (*state, self._empty_history())
+        return tf.while_loop(lambda i, s: i < count, body, (tf.constant(0), state))[1]
 
     def _run_islands(self, state, generation, epochs, length, migrate: bool):
-        self.prog._traced()
-        def replica(pop, fit, best, best_fit, hist, g, e):
+        self.replica.prog._traced()
+
+        def replica(pop, fit, best, best_fit, hist, e):
             r = _replica_id()
-            pop, fit, best, best_fit, rows = self._islands_local(pop, fit, best, best_fit, g, length, r)
-            # an epoch's rows land at e * length (a tail call has one epoch of length < interval)
-            hist = tf.tensor_scatter_nd_update(hist, (e * length + tf.range(self.interval))[:, None], rows)
+            pop, fit, best, best_fit, hist = self.replica.islands(pop, fit, best, best_fit, hist, e * length,
+                                                                  generation + e * length, length, r)
             if migrate and self.replicas > 1:
+                ctx, size = tf.distribute.get_replica_context(), self.replicas * self.migrants
                 out, out_fit = self._emigrants(pop, fit)
-                arrivals, arrival_fit = tf.distribute.get_replica_context().all_gather(
-                    [_wire(out), out_fit], axis=0)
-                size = self.replicas * self.migrants
-                arrivals = tf.ensure_shape(_unwire(arrivals, pop.dtype), (size, *out.shape[1:]))
-                pop, fit = self._immigrate(pop, fit, arrivals, tf.ensure_shape(arrival_fit, (size,)), r)
+                arrivals, arrival_fit = self._gather(ctx, out, size), self._gather(ctx, out_fit, size)
+                pop, fit = self._immigrate(pop, fit, arrivals, arrival_fit, r)
             return pop, fit, best, best_fit, hist
 
         def body(e, state):
-            return e + 1, self.strategy.run(replica, args=(*state, generation + e * length, e))
+            return e + 1, self.strategy.run(replica, args=(*state, e))
 
-        hist = self.strategy.run(lambda: tf.zeros((self.chunk, len(STATS))))
-        _, state = tf.while_loop(lambda e, s: e < epochs, body, (tf.constant(0), (*state, hist)))
-        return state
+        state = (*state, self._empty_history())
+        return tf.while_loop(lambda e, s: e < epochs, body, (tf.constant(0), state))[1]
 
     # -- host side -----------------------------------------------------------------------
     def distribute(self, genes: tf.Tensor):
@@ -363,10 +372,14 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
     batch = model._batch_rows(batch_size, memory_budget, shard)
     mode = _mode(model, genes[:shard], batch, chunk)
 
+    # cached in the model's program table, which compile() replaces: a recompiled model starts afresh
+    replica_key = ("replica", mode, packed, shard, batch)
+    if replica_key not in model._programs:
+        model._programs[replica_key] = _Replica(model, mode, packed, shard, batch)
     key = ("strategy", strategy, distribution, interval, migrants, mode, packed, n, batch, chunk)
-    if key not in model._programs:  # compile() replaces this dict, so a recompiled model starts afresh
-        model._programs[key] = _Sharded(model, strategy, distribution, interval, migrants, mode, packed, n,
-                                        batch, chunk)
+    if key not in model._programs:
+        model._programs[key] = _Sharded(model._programs[replica_key], strategy, distribution, interval, migrants,
+                                        n, chunk)
     prog: _Sharded = model._programs[key]
     stored = packing.pack(genes) if packed else genes
     state = prog.start(prog.distribute(stored))
