@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from course_lib import evo
 from course_lib.evo import benchmarks
@@ -39,3 +40,16 @@ def test_op_table_for_one_module(tmp_path, capsys):
     data = json.loads(path.read_text())
     assert len(data["comparisons"]) == 3 and data["machine"]["cores"]
     assert {v["name"] for v in data["comparisons"][0]["variants"]} == {"eager", "autograph", "xla"}
+
+
+def test_op_variants_agree_across_modes_and_reject_unknown_ops():
+    from course_lib.evo import rng
+
+    op, x, fns = benchmarks.op_variants("SwapMutation", 16, 8)
+    key = rng.key(3)
+    eager = fns["eager"](x, key).numpy()
+    assert eager.shape == (16, 8)
+    np.testing.assert_array_equal(fns["autograph"](x, key).numpy(), eager)
+    np.testing.assert_array_equal(fns["xla"](x, key).numpy(), eager)
+    with pytest.raises(ValueError, match="unknown op 'Nope'; ops are: BitFlipMutation"):
+        benchmarks.op_variants("Nope", 4, 4)

@@ -149,6 +149,25 @@ def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
     }
 
 
+def op_variants(label: str, n: int, length: int):
+    """One op of ``op_cases`` on an ``n x length`` population, as (op, population, functions).
+
+    The functions map (population, key) to children three ways: "eager", "autograph"
+    (``tf.function``) and "xla". The key is an argument, as inside ``evolve``: a constant
+    key would let the graph and XLA compilers fold the random numbers away.
+    """
+    found = {lab: (make, kind) for cases in op_cases().values() for lab, make, kind in cases}
+    if label not in found:
+        raise ValueError(f"unknown op {label!r}; ops are: {', '.join(found)}")
+    make, kind = found[label]
+    op, x = make(length), _population(kind, n, length)
+
+    def children(x, key):
+        return op.apply([x], key, Rows.all(x.shape[0]))
+
+    return op, x, {"eager": children, "autograph": tf.function(children), "xla": fusion.xla_function(children)}
+
+
 def _write_json(path: str, data) -> None:
     folder = os.path.dirname(path)
     if folder:
@@ -182,19 +201,11 @@ def bench_ops(argv: list[str]) -> int:
     records, summary = [], []
     print(f"per-op speedups on {bench.machine_summary()}")
     for module in args.module or list(cases):
-        for label, make, kind in cases[module]:
+        for label, _, _ in cases[module]:
             for n, length in shapes:
-                op, x, key = make(length), _population(kind, n, length), rng.key(0)
-
-                def run(x, key, op=op, rows=Rows.all(n)):
-                    return op.apply([x], key, rows)
-
-                # the key is an argument, as in the engine: a constant one would let
-                # graph and XLA compilers fold the random numbers away
-                compiled = {"autograph": tf.function(run), "xla": fusion.xla_function(run)}
-                variants = {"eager": lambda: run(x, key), "autograph": lambda: compiled["autograph"](x, key),
-                            "xla": lambda: compiled["xla"](x, key)}
-                cmp = bench.compare(variants, baseline="eager", repeats=repeats, warmup=1,
+                _, x, fns = op_variants(label, n, length)
+                key = rng.key(0)
+                cmp = bench.compare({name: (lambda f=f: f(x, key)) for name, f in fns.items()}, baseline="eager", repeats=repeats, warmup=1,
                                     title=f"{label} on population {n} x {length}",
                                     params={"module": module, "op": label, "population": [n, length]})
                 print(cmp, end="\n\n")
