@@ -171,7 +171,7 @@ def _key_results(path: Path) -> list[str]:
                 parts.append(data["text/html"])
             elif "text/plain" in data:
                 parts.append(f"<pre>{html.escape(data['text/plain'])}</pre>")
-            elif out.get("output_type") == "stream":
+            elif out.get("output_type") == "stream" and out.get("name") == "stdout":  # not TF's log lines
                 parts.append(f"<pre>{html.escape(out.get('text', ''))}</pre>")
     return parts
 
@@ -186,7 +186,9 @@ def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
         rel = o.output.relative_to(output_dir) if o.output.is_relative_to(output_dir) else o.output
         status = "" if o.ok else f'<p style="color:#b00"><b>failed</b>: {html.escape(o.error)}</p>'
         body = "\n".join(_key_results(o.output)) if o.output.exists() and o.ok else ""
-        sections.append(f'<section><h2>{html.escape(o.lecture.number)} · {html.escape(o.lecture.title)}</h2>'
+        title = o.lecture.title
+        heading = title if title.startswith(o.lecture.number) else f"{o.lecture.number} · {title}"
+        sections.append(f'<section><h2>{html.escape(heading)}</h2>'
                         f'<p><a href="{html.escape(str(rel))}">executed notebook</a> · ran in {o.seconds:.0f} s'
                         f'{" with " + html.escape(str(o.params)) if o.params else ""}</p>{status}{body}</section>')
     flags = ", ".join(info.get("cpu_flags", []))
