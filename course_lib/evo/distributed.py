@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import json
 import textwrap
 
@@ -208,7 +209,7 @@ class _Sharded:
         self.run_islands = tf.function(functools.partial(self._run_islands), autograph=False)
         # one function per kind of result, each traced once
         self._collectors = {what: tf.function(functools.partial(self._collect), autograph=False)
-                            for what in ("history", "best", "population")}
+                            for what in ("chunk", "final")}
 
     def _emigrants(self, pop, fit):
         top = tf.math.top_k(self.sign * fit, k=self.migrants).indices
@@ -308,10 +309,10 @@ class _Sharded:
 class _Run:
     """A distributed evolve call as callbacks see it between chunks (no ``snapshot``: no resume)."""
 
-    def __init__(self, model, generations, best_fitness):
+    def __init__(self, model, generations):
         self.model, self.generation, self.generations = model, 0, generations
         self.history = {k: [] for k in STATS}
-        self.best_fitness = best_fitness
+        self.best_fitness = math.nan  # known after the first chunk
         self.stop = self.stopped_early = False
 
 
@@ -383,7 +384,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
     prog: _Sharded = model._programs[key]
     stored = packing.pack(genes) if packed else genes
     state = prog.start(prog.distribute(stored))
-    run = _Run(model, generations, _best(prog, state)[1])
+    run = _Run(model, generations)
     for c in callbacks:
         c.on_evolve_begin(run)
     while run.generation < generations and not run.stop:
@@ -400,10 +401,11 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
                 done = generations - g
                 state = prog.run_islands(state, tf.constant(g), tf.constant(1), tf.constant(done), False)
         state, hist = state[:4], state[4]
-        for k, column in prog.combine_history(prog.gather("history", hist)[0], done).items():
+        hist, bests, best_fits = prog.gather("chunk", hist, state[2], state[3])
+        for k, column in prog.combine_history(hist, done).items():
             run.history[k].extend(column)
         run.generation = g + done
-        run.best_fitness = _best(prog, state)[1]
+        run.best_fitness = float(best_fits[np.argmax(prog.sign * best_fits)])
         if target is not None and prog.sign * run.best_fitness >= prog.sign * target:
             run.stop = run.stopped_early = True
         for c in callbacks:
@@ -411,8 +413,9 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
     for c in callbacks:
         c.on_evolve_end(run)
     model.history = run.history
-    best, best_fitness = _best(prog, state)
-    pop, fit = prog.gather("population", state[0], state[1])
+    pop, fit, bests, best_fits = prog.gather("final", *state)
+    j = int(np.argmax(prog.sign * best_fits))
+    best, best_fitness = bests[j], float(best_fits[j])
     pop, fit = pop.reshape(n, *pop.shape[2:]), fit.reshape(n)
     spec = model.input.spec
     if packed:
@@ -422,10 +425,49 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
                   generations=run.generation, mode=mode, packed=packed, stopped_early=run.stopped_early)
 
 
-def _best(prog: _Sharded, state) -> tuple[np.ndarray, float]:
-    bests, fits = prog.gather("best", state[2], state[3])
-    j = int(np.argmax(prog.sign * fits))
-    return bests[j], float(fits[j])
+# -- reading a distributed run ----------------------------------------------------------------------
+
+
+def traffic(model, population: int, replicas: int, distribution: str = "global", migration_interval: int = 10,
+            migrants: int = 1, packed: bool | None = None) -> dict:
+    """What each replica receives through ``all_gather``, per generation on average.
+
+    Genomes count as stored in the loop: packed 0/1 genomes (``packed=None``: whenever the
+    model's ops allow it) take 4 bytes per 32 genes. Global selection gathers the whole
+    pool of children (and parents, for mu + lambda) with their fitness every generation;
+    islands gather ``replicas x migrants`` genomes every ``migration_interval`` generations.
+    """
+    spec = model.input.spec
+    packed = model._packable() if packed is None else packed
+    genome = 4 * packing.n_words(spec.size) if packed else spec.size * spec.dtype.size
+    row = genome + 4  # and its float32 fitness
+    if distribution == "global":
+        rows = population * (len(model.outputs) + (1 if model.selection.pool == "both" else 0))
+        per_generation = rows * row
+    elif distribution == "islands":
+        rows = replicas * migrants if replicas > 1 else 0
+        per_generation = rows * row / migration_interval
+    else:
+        raise ValueError(f"unknown distribution {distribution!r}; choose one of {', '.join(DISTRIBUTIONS)}")
+    return {"distribution": distribution, "replicas": replicas, "rows gathered": rows,
+            "bytes per row": row, "bytes per generation": per_generation}
+
+
+def plot_histories(runs: dict, stat: str = "best", ax=None, title: str = ""):
+    """One line per run (name -> Result or history dict) of ``stat`` per generation."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3))
+    for name, run in runs.items():
+        history = getattr(run, "history", run)
+        ax.plot(range(1, len(history[stat]) + 1), history[stat], label=name)
+    ax.set_xlabel("generation")
+    ax.set_ylabel(f"{stat} fitness")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
 
 
 # -- runs the lecture, the tests and the benchmark share -----------------------------------------
@@ -482,23 +524,23 @@ def _problem(problem: str, shape: tuple[int, int], mode: str):
     raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)}")
 
 
-def replica_comparison(strategy, problem: str = "onemax", shape=(4096, 1024), generations: int = 30, *,
-                       migration_interval: int = 10, migrants: int = 1, repeats: int = 3, mode: str = "xla"):
-    """Time one device without a strategy, then global selection and islands under ``strategy``,
-    on the same model and population, in this run (``course_lib.bench.compare``)."""
+def replica_comparison(strategy, model, population, generations: int = 30, *, migration_interval: int = 10,
+                       migrants: int = 1, repeats: int = 3):
+    """Time ``model`` on one device without a strategy, then with global selection and with islands
+    under ``strategy``, on the same population, in this run (``course_lib.bench.compare``)."""
     from course_lib import bench
 
-    model, genes = _problem(problem, tuple(shape), mode)
     r = strategy.num_replicas_in_sync
+    shape = tuple(np.shape(population))
     options = {"generations": generations, "migration_interval": migration_interval, "migrants": migrants}
-    variants = {"one device": lambda: model.evolve(genes, generations=generations).population,
-                f"global x{r}": lambda: evolve(model, genes, strategy=strategy, distribution="global",
+    variants = {"one device": lambda: model.evolve(population, generations=generations).population,
+                f"global x{r}": lambda: evolve(model, population, strategy=strategy, distribution="global",
                                                **options).population,
-                f"islands x{r}": lambda: evolve(model, genes, strategy=strategy, distribution="islands",
+                f"islands x{r}": lambda: evolve(model, population, strategy=strategy, distribution="islands",
                                                 **options).population}
     return bench.compare(variants, baseline="one device", repeats=repeats, warmup=1, number=1,
-                         title=f"{problem} {shape[0]} x {shape[1]}, {generations} generations, {r} replica(s)",
-                         params={"problem": problem, "population": list(shape), "generations": generations,
+                         title=f"{model.name} {shape[0]} x {shape[1]}, {generations} generations, {r} replica(s)",
+                         params={"problem": model.name, "population": list(shape), "generations": generations,
                                  "replicas": r, "migration_interval": migration_interval, "migrants": migrants})
 
 
@@ -510,7 +552,8 @@ def _measure_in_fresh_process(replicas: int, problems: list, generations: int, r
     strategy = make_strategy("mirrored", devices.virtual_cpus(replicas))
     out = []
     for problem, shape in problems:
-        cmp = replica_comparison(strategy, problem, shape, generations, repeats=repeats)
+        model, population = _problem(problem, shape, "xla")
+        cmp = replica_comparison(strategy, model, population, generations, repeats=repeats)
         work = shape[0] * shape[1] * generations
         out.append({"comparison": cmp.to_dict(), "gene_generations_per_s": {t.name: work / t.median_s
                                                                            for t in cmp.timings}})
