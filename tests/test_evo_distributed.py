@@ -188,3 +188,33 @@ def test_a_strategy_on_devices_that_do_not_exist_is_refused():
     strategy = tf.distribute.MirroredStrategy([missing, "/cpu:0"])  # TF accepts it, and would run on the CPU
     with pytest.raises(ValueError, match=r"devices GPU:\d are not available here"):
         onemax_model(LENGTH, "graph").evolve(evo.population.random_integers((8, LENGTH), 0, 2), strategy=strategy)
+
+
+def test_traffic_counts_what_crosses_devices():
+    model = onemax_model(256, "graph")  # packed: 8 words of 4 bytes, and a 4-byte fitness
+    assert distributed.traffic(model, 1024, 4, "global")["bytes per generation"] == 1024 * 36
+    islands = distributed.traffic(model, 1024, 4, "islands", migration_interval=8, migrants=2)
+    assert islands["rows gathered"] == 8 and islands["bytes per generation"] == 8 * 36 / 8
+    assert distributed.traffic(model, 1024, 1, "islands")["bytes per generation"] == 0
+    inputs = evo.Input((100,), "float32")
+    floats = evo.Model(inputs, evo.ops.GaussianMutation(stddev=0.1)(inputs))
+    floats.compile(fitness=evo.fitness.Rastrigin(), selection=evo.selection.Elitist(), mode="graph")
+    assert distributed.traffic(floats, 64, 2, "global")["bytes per generation"] == 2 * 64 * 404  # parents too
+    with pytest.raises(ValueError, match="unknown distribution 'ring'"):
+        distributed.traffic(model, 64, 2, "ring")
+
+
+def test_histories_plot_one_line_per_run(one_device):
+    model = onemax_model(LENGTH, "graph")
+    genes = evo.population.random_integers((16, LENGTH), 0, 2)
+    runs = {how: model.evolve(genes, generations=5, strategy=one_device, distribution=how)
+            for how in distributed.DISTRIBUTIONS}
+    ax = distributed.plot_histories(runs, "mean", title="t")
+    assert [line.get_label() for line in ax.lines] == list(runs) and len(ax.lines[0].get_xdata()) == 5
+
+
+def test_the_replica_benchmark_checks_its_arguments_before_starting_processes():
+    with pytest.raises(SystemExit):
+        distributed.bench_replicas(["--replicas", "0"])
+    with pytest.raises(ValueError, match="does not split evenly over 3 replicas"):
+        distributed.bench_replicas(["--quick", "--replicas", "3"])
