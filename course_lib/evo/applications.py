@@ -115,10 +115,11 @@ def two_opt(tour, distances, max_moves: int | None = None) -> np.ndarray:
     return t
 
 
-def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 1.0,
+def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 0.5,
               selection=None) -> evo.Model:
     """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
-    move), tour length to minimise, elitist selection by default."""
+    move) of a share ``mutation_rate`` of the children, tour length to minimise, elitist
+    selection by default. Children left unmutated pass on their parents' good stretches intact."""
     xy = np.asarray(coordinates)
     inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
     x = evo.ops.OrderCrossover()(inputs)
@@ -138,6 +139,21 @@ def tour_population(n: int, length: int, seed: int = 0, include=()) -> np.ndarra
             raise ValueError(f"include[{row}] is not a tour of {length} cities")
         pop[row] = tour
     return pop
+
+
+def tour_table(coordinates, tours: dict, optimum: float | None = None) -> list[dict]:
+    """One row per named tour: its length and how far above the optimum (or, when that is
+    unknown, above the shortest tour listed) it is. Checks that each is a tour."""
+    d = distance_matrix(coordinates)
+    lengths = {}
+    for name, tour in tours.items():
+        if not is_tour(tour, d.shape[0]):
+            raise ValueError(f"{name!r} is not a tour of {d.shape[0]} cities")
+        lengths[name] = tour_length(tour, d)
+    reference = optimum if optimum is not None else min(lengths.values())
+    above = "% above optimum" if optimum is not None else "% above shortest"
+    return [{"tour": name, "length": length, above: round(100 * (length / reference - 1), 3)}
+            for name, length in lengths.items()]
 
 
 def plot_tour(coordinates, tour, ax=None, title: str | None = None):
@@ -235,6 +251,19 @@ def knapsack_check(choice, weights, values, capacity) -> dict:
     x = np.asarray(choice)
     weight = float(x @ np.asarray(weights))
     return {"value": float(x @ np.asarray(values)), "weight": weight, "feasible": weight <= capacity}
+
+
+def knapsack_table(instance: dict, choices: dict) -> list[dict]:
+    """One row per named 0/1 choice: value, weight, whether it fits, and its share of the
+    optimum (found by ``knapsack_dp``)."""
+    optimum, _ = knapsack_dp(**instance)
+    rows = []
+    for name, choice in choices.items():
+        c = knapsack_check(choice, **instance)
+        rows.append({"solution": name, "value": c["value"], "weight": c["weight"],
+                     "capacity": instance["capacity"], "fits": c["feasible"],
+                     "% of optimum": 100 * c["value"] / optimum})
+    return rows
 
 
 def knapsack_model(instance: dict, *, mode: str = "xla", seed: int = 0, selection=None) -> evo.Model:
