@@ -145,3 +145,19 @@ def test_bad_application_input_is_named():
     with pytest.raises(ValueError, match=r"include\[0\] is not a tour of 5 cities"):
         app.tour_population(4, 5, include=[[0, 1, 2, 3, 3]])
     assert app.plot_landscape("ackley", points=21).get_title().startswith("ackley")
+
+
+def test_result_tables_read_against_the_reference():
+    xy = app.cities("grid", 16)
+    d = app.distance_matrix(xy)
+    nn = app.nearest_neighbour_tour(d)
+    rows = app.tour_table(xy, {"nn": nn, "2-opt": app.two_opt(nn, d)}, optimum=16.0)
+    assert [r["tour"] for r in rows] == ["nn", "2-opt"] and rows[1]["length"] <= rows[0]["length"]
+    assert rows[0]["% above optimum"] == round(100 * (rows[0]["length"] / 16 - 1), 3)
+    assert app.tour_table(xy, {"nn": nn})[0]["% above shortest"] == 0
+    with pytest.raises(ValueError, match="'bad' is not a tour of 16 cities"):
+        app.tour_table(xy, {"bad": np.zeros(16, int)})
+    inst = app.knapsack_instance(10, seed=0, max_weight=20)
+    table = app.knapsack_table(inst, {"dp": app.knapsack_dp(**inst)[1], "all": np.ones(10, int)})
+    assert table[0]["% of optimum"] == 100 and table[0]["fits"]
+    assert not table[1]["fits"] and table[1]["weight"] == sum(inst["weights"])
