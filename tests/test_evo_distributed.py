@@ -218,3 +218,14 @@ def test_the_replica_benchmark_checks_its_arguments_before_starting_processes():
         distributed.bench_replicas(["--replicas", "0"])
     with pytest.raises(ValueError, match="does not split evenly over 3 replicas"):
         distributed.bench_replicas(["--quick", "--replicas", "3"])
+
+
+def test_permutation_genomes_stay_tours_when_sharded(one_device):
+    from course_lib.evo import applications as app
+
+    xy = app.cities("circle", 10, seed=0)
+    model = app.tsp_model(xy, mode="graph")
+    result = model.evolve(app.tour_population(32, 10, seed=0), generations=40, strategy=one_device,
+                          distribution="islands", migration_interval=10)
+    assert all(app.is_tour(t, 10) for t in result.population)
+    assert result.best_fitness == pytest.approx(app.optimal_length("circle", 10), rel=1e-5)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 import json
+import math
 import textwrap
 
 import numpy as np
@@ -91,6 +91,8 @@ def _check_callbacks(callbacks) -> tuple[list, float | None]:
             raise ValueError("Checkpoint is not supported with strategy=: a distributed run cannot be resumed "
                              "yet; run without a strategy to checkpoint")
         if isinstance(c, cb_lib.EarlyStopping):
+            if target is not None:
+                raise ValueError("pass at most one EarlyStopping")
             if c.patience is not None:
                 raise ValueError("EarlyStopping(patience=...) is not supported with strategy=; use target=")
             target = c.target
@@ -101,12 +103,19 @@ def _check_callbacks(callbacks) -> tuple[list, float | None]:
 
 
 def _wire(x: tf.Tensor) -> tf.Tensor:
-    """Collectives on every platform take int32; packed genomes are uint32 (bitcast: free)."""
-    return tf.bitcast(x, tf.int32) if x.dtype == tf.uint32 else x
+    """What collectives take on every platform: packed uint32 words bitcast to int32 (free),
+    other small integers widened to int32 (lossless); floats, int32 and int64 as they are."""
+    if x.dtype == tf.uint32:
+        return tf.bitcast(x, tf.int32)
+    if x.dtype.is_integer and x.dtype not in (tf.int32, tf.int64):
+        return tf.cast(x, tf.int32)
+    return x
 
 
 def _unwire(x: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
-    return tf.bitcast(x, dtype) if x.dtype != dtype else x
+    if x.dtype == dtype:
+        return x
+    return tf.bitcast(x, dtype) if dtype == tf.uint32 else tf.cast(x, dtype)
 
 
 def _replica_id() -> tf.Tensor:
