@@ -572,8 +572,9 @@ def _measure_in_fresh_process(replicas: int, problems: list, generations: int, r
 def bench_replicas(argv: list[str]) -> int:
     """OneMax and Rastrigin throughput per replica count (MirroredStrategy over virtual CPUs, one
     fresh process per count), global selection and islands against one device without a strategy."""
+    from pathlib import Path
+
     from course_lib import bench, devices
-    from course_lib.evo.benchmarks import _write_json
 
     parser = argparse.ArgumentParser(prog="course bench ga-replicas", description=bench_replicas.__doc__)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4], metavar="N",
@@ -610,6 +611,9 @@ def bench_replicas(argv: list[str]) -> int:
                 rate = res["gene_generations_per_s"][v["name"]]
                 print(f"{cmp['params']['problem']:10}{run['replicas']:>9}  {v['name']:14}{rate:>20.3e}"
                       f"{v['speedup']:>14.2f}x")
-    _write_json(args.json, {"machine": bench.machine(), "generations": generations, "runs": runs})
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": bench.machine(), "generations": generations, "runs": runs},
+                               indent=2, default=str) + "\n")
     print(f"wrote {args.json}")
     return 0
