@@ -239,7 +239,13 @@ def bench_ga(argv: list[str]) -> int:
     """
     from course_lib import evo
 
-    parser = argparse.ArgumentParser(prog="course bench ga", description=bench_ga.__doc__)
+    if any(a == "--replicas" or a.startswith("--replicas=") for a in argv):
+        from course_lib.evo.distributed import bench_replicas  # throughput per replica count
+
+        return bench_replicas(argv)
+    parser = argparse.ArgumentParser(prog="course bench ga", description=bench_ga.__doc__,
+                                     epilog="with --replicas N [N ...]: throughput per replica count "
+                                            "(same as course bench ga-replicas)")
     parser.add_argument("--quick", action="store_true", help="small populations, few generations")
     parser.add_argument("--json", default="build/bench/ga.json", help="where to write the results")
     parser.add_argument("--generations", type=int, default=None, help="generations per timed call")
