@@ -12,6 +12,8 @@ import pytest
 
 from course_lib import devices, distribute
 
+from processes import child_processes
+
 pytestmark = pytest.mark.timeout(180)
 
 TESTS = str(Path(__file__).resolve().parent)
@@ -51,20 +53,6 @@ def strategy_report():
         "towers4": distribute.traffic(distribute.towers(cpus, width=32, depth=2, features=16), 8),
     }
     return out
-
-
-def _children() -> list[str]:
-    """Processes whose parent is this one (zombies included: those were not reaped)."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
-        except OSError:
-            continue
-        if fields.get("PPid", "").strip() == str(os.getpid()):
-            found.append(f"{status.parent.name} {fields.get('Name', '').strip()} {fields.get('State', '').strip()}")
-    return found
-
 
 # -- strategies and model parallelism, in a fresh process with 4 virtual CPUs ---------------------------
 
@@ -186,7 +174,7 @@ def test_launch_rejects_bad_input_before_starting_anything():
         distribute.launch("math:sqrt", 1, timeout=0)
     with pytest.raises(TypeError, match="JSON"):
         distribute.launch("math:sqrt", 1, args=[object()])
-    assert _children() == []
+    assert child_processes() == []
 
 
 @pytest.mark.timeout(150)
@@ -196,7 +184,7 @@ def test_two_workers_train_in_step_and_leave_no_process():
     assert all(r["replicas"] == 2 and r["workers"] == 2 for r in results)
     assert results[0]["losses"] == results[1]["losses"] and len(results[0]["losses"]) == 3
     assert results[0]["weights_checksum"] == results[1]["weights_checksum"]
-    assert _children() == []
+    assert child_processes() == []
 
 
 @pytest.mark.timeout(120)
@@ -207,7 +195,7 @@ def test_a_failing_worker_gives_a_clear_error_not_a_hang():
     assert "RuntimeError: boom from worker 1" in info.value.stderr_tail
     assert info.value.worker == 1 and info.value.returncode == 1
     assert time.monotonic() - start < 60, "the waiting worker was stopped, not waited for"
-    assert _children() == []
+    assert child_processes() == []
 
 
 @pytest.mark.timeout(60)
@@ -216,4 +204,4 @@ def test_a_worker_past_the_timeout_is_stopped():
     with pytest.raises(distribute.WorkerTimeout, match=r"workers \[0, 1\] of 2 .* after 2 s"):
         distribute.launch("time:sleep", 2, args=[300], timeout=2)
     assert time.monotonic() - start < 20
-    assert _children() == []
+    assert child_processes() == []

@@ -9,7 +9,6 @@ clear errors. Small populations; XLA on 2 devices and across workers, graph mode
 """
 
 import json
-import os
 import textwrap
 from pathlib import Path
 
@@ -20,6 +19,8 @@ import tensorflow as tf
 from course_lib import devices, distribute, evo
 from course_lib.evo import distributed
 from course_lib.evo.benchmarks import onemax_model
+
+from processes import child_processes
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -66,20 +67,6 @@ def two():
 def four():
     return _in_fresh_process("t.virtual_device_report(4, 'graph')")
 
-
-def _children() -> list[str]:
-    """Processes whose parent is this one (zombies included: those were not reaped)."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
-        except OSError:
-            continue
-        if fields.get("PPid", "").strip() == str(os.getpid()):
-            found.append(f"{status.parent.name} {fields.get('Name', '').strip()}")
-    return found
-
-
 # -- virtual CPUs ----------------------------------------------------------------------------------
 
 
@@ -121,7 +108,7 @@ def test_two_workers_give_the_single_process_result_and_leave_no_process(two):
         assert workers[0]["replicas"] == 2 and workers[0]["best_fitness"] == LENGTH
         # the same replicas and keys as MirroredStrategy over 2 virtual CPUs: the same run
         assert workers[0] == two["runs"][mode][0]
-        assert _children() == []
+        assert child_processes() == []
 
 
 # -- one device, in this process -----------------------------------------------------------------------
