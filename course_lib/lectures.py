@@ -143,11 +143,15 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
         start = time.perf_counter()
         try:
             p = coerce_params(lec.path, params or {})
+        except ValueError as exc:  # a bad -p: nothing ran
+            outcomes.append(Outcome(lec, output, 0.0, f"bad parameter: {exc}", dict(params or {})))
+            bar.write(f"{lec.path.parent.name}/{lec.path.name}: FAILED\n    {outcomes[-1].error}")
+            continue
+        try:
             pm.execute_notebook(str(lec.path), str(output), parameters=p, kernel_name=KERNEL,
                                 cwd=str(lec.path.parent), progress_bar=False, log_output=False)
             error = None
         except Exception as exc:  # papermill wraps the cell's error; we name notebook and cell
-            p = dict(params or {})
             error = _describe_failure(exc, output)
         outcomes.append(Outcome(lec, output, time.perf_counter() - start, error, p))
         status = "ok" if error is None else "FAILED"
@@ -156,7 +160,7 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
     return outcomes
 
 
-def _key_results(path: Path) -> list[str]:
+def key_results(path: Path) -> list[str]:
     """HTML fragments of the outputs of cells tagged ``key-result``."""
     nb = nbformat.read(path, as_version=4)
     parts = []
@@ -185,7 +189,7 @@ def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
     for o in outcomes:
         rel = o.output.relative_to(output_dir) if o.output.is_relative_to(output_dir) else o.output
         status = "" if o.ok else f'<p style="color:#b00"><b>failed</b>: {html.escape(o.error)}</p>'
-        body = "\n".join(_key_results(o.output)) if o.output.exists() and o.ok else ""
+        body = "\n".join(key_results(o.output)) if o.output.exists() and o.ok else ""
         title = o.lecture.title
         heading = title if title.startswith(o.lecture.number) else f"{o.lecture.number} · {title}"
         sections.append(f'<section><h2>{html.escape(heading)}</h2>'

@@ -52,6 +52,9 @@ def test_runner_executes_with_parameters_and_names_failures(course, tmp_path):
     assert executed.cells[-1].outputs[0]["text"] == "N is 7 a True\n"
     assert ok.params == {"N": 7, "FAST": True}
 
+    (bad,) = lectures.run(["00"], {"M": "1"}, output_dir=out, folders=[course], progress=False)
+    assert bad.error.startswith("bad parameter: 00_ok.ipynb has no parameter 'M'")
+
     index = lectures.write_index(outcomes, out)
     page = index.read_text()
     assert "Zero: a fine lecture" in page and "N is 7 a True" in page
