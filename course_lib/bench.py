@@ -162,6 +162,29 @@ class Comparison:
         """How many times faster ``name`` ran than ``over`` (the baseline by default)."""
         return self[over or self.baseline].median_s / self[name].median_s
 
+    def apart(self, name: str, over: str | None = None) -> bool:
+        """Whether the two variants' quartile ranges do not overlap: a difference worth a sentence."""
+        lo_a, hi_a = self[name].spread_s
+        lo_b, hi_b = self[over or self.baseline].spread_s
+        return hi_a < lo_b or hi_b < lo_a
+
+    def verdict(self, name: str, over: str | None = None) -> str:
+        """One sentence read from the measurement, so committed prose and a re-run cannot disagree.
+
+        "prefetch: 1.92x faster than naive (quartiles apart)", "... 3.1x slower ...", or
+        "no measurable difference (1.02x, quartiles overlap)".
+        """
+        over = over or self.baseline
+        ratio = self.speedup(name, over)
+        if not self.apart(name, over):
+            return f"{name} against {over}: no measurable difference ({ratio_text(ratio)}, quartiles overlap)"
+        direction = f"{ratio:.3g}x faster than" if ratio >= 1 else f"{1 / ratio:.3g}x slower than"
+        return f"{name}: {direction} {over} (quartiles apart)"
+
+    def verdicts(self) -> "Verdicts":
+        """Every variant's verdict against the baseline, shown as a Markdown list in a notebook."""
+        return Verdicts([self.verdict(n) for n in self.names if n != self.baseline])
+
     def rows(self) -> list[tuple]:
         out = []
         for t in self.timings:
@@ -187,7 +210,7 @@ class Comparison:
         widths = (22, 16, 12, 18, 8)
         lines = ["".join(c.ljust(w) for c, w in zip(self.COLUMNS, widths))]
         for name, first, med, spread, sp in self.rows():
-            cells = (name, f"{first:.3g}", f"{med:.3g}", spread, f"{sp:.2f}x")
+            cells = (name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
             lines.append("".join(c.ljust(w) for c, w in zip(cells, widths)))
         return header + "\n".join(lines) + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})"
 
@@ -196,7 +219,7 @@ class Comparison:
         body = []
         for name, first, med, spread, sp in self.rows():
             body.append(f"<tr><td>{html.escape(name)}</td><td>{first:.3g}</td><td>{med:.3g}</td>"
-                        f"<td>{spread}</td><td><b>{sp:.2f}x</b></td></tr>")
+                        f"<td>{spread}</td><td><b>{ratio_text(sp)}</b></td></tr>")
         caption = html.escape(self.title) if self.title else ""
         return (f"<table><caption>{caption}</caption><tr>{head}</tr>{''.join(body)}</table>"
                 f"<p><small>baseline: {html.escape(self.baseline)}; "
@@ -206,6 +229,28 @@ class Comparison:
         """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
         from course_lib.plotting import speedup_bars
         return speedup_bars(self, ax=ax)
+
+
+def ratio_text(ratio: float) -> str:
+    """A speedup as a reader can read it: "2.31x", "0.25x", and "226x slower" where "0.00x" would hide it."""
+    if ratio >= 0.1:
+        return f"{ratio:.3g}x"
+    return f"{1 / ratio:.3g}x slower"
+
+
+@dataclass
+class Verdicts:
+    """Sentences rendered from measurements; a notebook shows them as Markdown under the table."""
+
+    sentences: list[str]
+
+    def __str__(self) -> str:
+        return "\n".join(f"- {s}" for s in self.sentences)
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
 
 
 def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None = None,
