@@ -392,3 +392,18 @@ def test_population_helpers_validate_and_are_seeded():
         evo.population.random_integers((10,), 0, 2)
     with pytest.raises(ValueError, match="low < high"):
         evo.population.uniform((2, 2), 1, 1)
+
+
+def test_compile_attaches_the_fitness_to_every_op():
+    seen = []
+
+    class Spy(evo.ops.BitFlipMutation):
+        def attach(self, fitness):
+            seen.append((self.name, fitness))
+
+    inputs = evo.Input((8,), "int32")
+    a, b = Spy(0.1, name="a"), Spy(0.1, name="b")
+    model = evo.Model(inputs, b(a(inputs)))
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="eager")
+    assert [(name, type(f).__name__) for name, f in seen] == [("a", "OneMax"), ("b", "OneMax")]
+    assert seen[0][1] is model.fitness

@@ -284,6 +284,8 @@ class Model:
         rng.key(seed)  # validates
         if pack not in ("auto", True, False):
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
+        for node in self.nodes:
+            node.op.attach(fit)
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
         self.chosen_mode = None if mode == "auto" else mode
         self.mode_timings: dict[str, float] = {}

@@ -90,6 +90,10 @@ class Op:
         """``apply`` on bit-packed words (N, W) of 0/1 genomes (only when ``packable``)."""
         raise NotImplementedError
 
+    def attach(self, fitness) -> None:
+        """Called by ``Model.compile`` with the compiled fitness, for ops that need the problem's data
+        (e.g. a local search reading ``evo.fitness.TSP``'s distances). Default: nothing."""
+
     def config(self) -> dict:
         """The op's parameters, for ``repr``, ``Model.summary`` and checkpoints."""
         return {}
