@@ -1,0 +1,169 @@
+"""Local search for tours, compiled with the rest of the generation: a memetic GA.
+
+``TwoOpt`` improves each child by 2-opt moves (reverse a segment: two edges out, two
+in). A move is scored by its length change alone, four gathers from the distance
+matrix, never by re-measuring the tour, so scoring a batch of candidate moves per
+individual costs O(candidates) and applying the chosen ones O(L). Candidates are
+random, drawn per individual from the counter-based generator (batched, chunked and
+resumed runs stay bit-identical), and by default biased towards promising moves: one
+new edge joins a city to one of its nearest neighbours, as 2-opt with neighbour lists
+does in classical TSP codes.
+
+The distances come from the model's fitness (``evo.fitness.TSP``), handed over by
+``Model.compile`` through ``Op.attach``; to call the op directly on tours, attach the
+fitness first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import rng
+from course_lib.evo.graph import SymbolicTensor
+from course_lib.evo.ops.permutation import _PermutationOp, inverse_permutation
+from course_lib.evo.rng import Rows
+
+# a move is applied when it shortens the tour by more than this share of the longest distance:
+# float32 rounding of four distances stays far below it, so no accepted move lengthens a tour
+TOLERANCE = 1e-6
+
+
+def _whole(op: str, name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{op}: {name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def two_opt_delta(distances: tf.Tensor, tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor) -> tf.Tensor:
+    """Length change of reversing positions p+1..q of each tour (p < q, shapes (B, K)).
+
+    The move replaces edges (t[p], t[p+1]) and (t[q], t[q+1]) by (t[p], t[q]) and
+    (t[p+1], t[q+1]); ``distances`` is the flat (n * n,) matrix of ``evo.fitness.TSP``.
+    """
+    n = tours.shape[1]
+    a = tf.gather(tours, p, batch_dims=1)
+    b = tf.gather(tours, (p + 1) % n, batch_dims=1)
+    c = tf.gather(tours, q, batch_dims=1)
+    e = tf.gather(tours, (q + 1) % n, batch_dims=1)
+    dist = tf.gather(distances, tf.stack([a * n + c, b * n + e, a * n + b, c * n + e]))
+    return dist[0] + dist[1] - dist[2] - dist[3]
+
+
+def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Tensor) -> tf.Tensor:
+    """Reverse positions p+1..q of each tour where ``apply``; (B, M) moves that must not overlap."""
+    pos = tf.range(tours.shape[1])[None, :, None]
+    p, q = p[:, None, :], q[:, None, :]
+    inside = (pos > p) & (pos <= q) & apply[:, None, :]
+    # disjoint segments: at most one move covers a position, so the offsets add up
+    offset = tf.reduce_sum(tf.where(inside, p + q + 1 - 2 * pos, 0), axis=2)
+    return tf.gather(tours, tf.range(tours.shape[1])[None, :] + offset, batch_dims=1)
+
+
+class TwoOpt(_PermutationOp):
+    """``steps`` rounds per call: score ``candidates`` random 2-opt moves per tour, apply the best
+    improving one and up to ``moves - 1`` more that do not overlap it. No move lengthens a tour.
+
+    ``neighbours``: each candidate joins a city to one of its ``neighbours`` nearest cities
+    (None: any two edges, uniformly).
+    """
+
+    def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
+                 name: str | None = None):
+        super().__init__(name)
+        kind = type(self).__name__
+        self.steps = _whole(kind, "steps", steps, 1)
+        self.candidates = _whole(kind, "candidates", candidates, 1)
+        self.moves = _whole(kind, "moves", moves, 1)
+        if self.moves > self.candidates:
+            raise ValueError(f"{kind}: moves ({moves}) cannot exceed candidates ({candidates}); "
+                             "it applies the best non-overlapping moves among the candidates")
+        self.neighbours = None if neighbours is None else _whole(kind, "neighbours", neighbours, 1)
+        self.distances = self.nearest = None
+        self.n = 0
+
+    def attach(self, fitness) -> None:
+        """Take the distances from the fitness (``evo.fitness.TSP``), and each city's nearest cities."""
+        d = getattr(fitness, "distances", None)
+        n = getattr(fitness, "n", None)
+        if d is None or n is None:
+            raise ValueError(f"{type(self).__name__} needs the distances between cities, from the fitness "
+                             f"evo.fitness.TSP(coordinates=...) or TSP(distances=...); got {fitness!r}")
+        matrix = np.asarray(d, dtype=np.float64).reshape(n, n)
+        if not np.allclose(matrix, matrix.T, rtol=1e-6, atol=0):
+            raise ValueError(f"{type(self).__name__} needs symmetric distances (a reversed segment is "
+                             "travelled backwards); this TSP's distance matrix is not symmetric")
+        self.n = n
+        self.distances = tf.constant(matrix.reshape(-1), tf.float32)
+        self.tolerance = TOLERANCE * float(matrix.max())
+        if self.neighbours is not None:
+            k = min(self.neighbours, n - 1)
+            order = np.argsort(matrix + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :k]
+            self.nearest = tf.constant(order.reshape(-1), tf.int32)
+
+    def __call__(self, *inputs, seed: int = 0):
+        """As ``Op.__call__``; concrete tours are checked to be permutations first."""
+        for x in inputs:
+            if not isinstance(x, SymbolicTensor):
+                rows = np.asarray(x)
+                if rows.ndim == 2 and not (np.sort(rows, axis=1) == np.arange(rows.shape[1])).all():
+                    bad = int(np.argmax((np.sort(rows, axis=1) != np.arange(rows.shape[1])).any(axis=1)))
+                    raise ValueError(f"{type(self).__name__} needs each row to be a tour (a permutation of "
+                                     f"0..{rows.shape[1] - 1}); row {bad} is not")
+        return super().__call__(*inputs, seed=seed)
+
+    def _require_distances(self, length: int) -> None:
+        if self.distances is None:
+            raise ValueError(f"{type(self).__name__} has no distances: use it in a Model compiled with "
+                             "fitness=evo.fitness.TSP(...), or call op.attach(evo.fitness.TSP(...)) "
+                             "before calling it on tours")
+        if length != self.n:
+            raise ValueError(f"{type(self).__name__} has distances for {self.n} cities, but the tours "
+                             f"have {length}")
+
+    def candidate_moves(self, key: tf.Tensor, rows: Rows, tours: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """Random moves (p, q), p < q, shapes (B, candidates): reverse positions p+1..q."""
+        n = tours.shape[1]
+        if self.nearest is None:
+            u = rng.integers(rng.fold_in(key, 1), rows, (self.candidates,), n)
+            v = (u + 1 + rng.integers(rng.fold_in(key, 2), rows, (self.candidates,), n - 1)) % n  # v != u
+        else:
+            # one draw per candidate: a position i, a rank among its city's nearest, a side
+            k = self.nearest.shape[0] // n
+            draw = rng.integers(key, rows, (self.candidates,), n * k * 2)
+            i, rank, side = draw // (k * 2), (draw // 2) % k, draw % 2
+            city = tf.gather(self.nearest, tf.gather(tours, i, batch_dims=1) * k + rank)
+            j = tf.gather(inverse_permutation(tours), city, batch_dims=1)
+            # side 0: new edge (t[i], t[j]) after both; side 1: before both, edges (i-1, i), (j-1, j)
+            u, v = (i - side) % n, (j - side) % n
+        return tf.minimum(u, v), tf.maximum(u, v)
+
+    def improve(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
+        """One round: score the candidates, apply the best non-overlapping improving moves."""
+        p, q = self.candidate_moves(key, rows, tours)
+        delta = two_opt_delta(self.distances, tours, p, q)
+        best = tf.math.top_k(-delta, k=self.moves, sorted=True).indices
+        p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
+        chosen = []
+        for m in range(self.moves):  # greedy, best first: keep a move unless it overlaps a kept one
+            ok = delta[:, m] < -self.tolerance
+            for a in range(m):
+                overlap = (p[:, m] <= q[:, a]) & (p[:, a] <= q[:, m])
+                ok &= ~(chosen[a] & overlap)
+            chosen.append(ok)
+        return reverse_segments(tours, p, q, tf.stack(chosen, axis=1))
+
+    def apply(self, inputs, key, rows):
+        tours = tf.cast(rows.take(inputs[0]), tf.int32)
+        self._require_distances(tours.shape[1])
+
+        def body(s, t):
+            return s + 1, self.improve(t, rng.fold_in(key, s), rows)
+
+        _, tours = tf.while_loop(lambda s, _: s < self.steps, body, (tf.constant(0), tours))
+        return tf.cast(tours, inputs[0].dtype)
+
+    def config(self):
+        return {"steps": self.steps, "candidates": self.candidates, "moves": self.moves,
+                "neighbours": self.neighbours}
+
