@@ -180,14 +180,25 @@ def key_results(path: Path) -> list[str]:
     return parts
 
 
+def render_html(notebook: Path) -> Path:
+    """The executed notebook as a standalone HTML page beside it, readable in any browser."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    page = notebook.with_suffix(".html")
+    page.write_text(body, encoding="utf-8")
+    return page
+
+
 def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
-    """One page: each lecture's key results and figure, the machine, links to the notebooks."""
+    """One page: each lecture's key results and figure, the machine, links to HTML renderings of the notebooks."""
     from course_lib.bench import machine, machine_summary
 
     info = machine()
     sections = []
     for o in outcomes:
-        rel = o.output.relative_to(output_dir) if o.output.is_relative_to(output_dir) else o.output
+        page = render_html(o.output) if o.output.exists() else o.output
+        rel = page.relative_to(output_dir) if page.is_relative_to(output_dir) else page
         status = "" if o.ok else f'<p style="color:#b00"><b>failed</b>: {html.escape(o.error)}</p>'
         body = "\n".join(key_results(o.output)) if o.output.exists() and o.ok else ""
         title = o.lecture.title

@@ -58,6 +58,8 @@ def test_runner_executes_with_parameters_and_names_failures(course, tmp_path):
     index = lectures.write_index(outcomes, out)
     page = index.read_text()
     assert "Zero: a fine lecture" in page and "N is 7 a True" in page
+    assert 'href="notebooks/00_ok.html"' in page and '.ipynb"' not in page, "the report links to HTML renderings"
+    assert "N is 7 a True" in (out / "notebooks" / "00_ok.html").read_text()
     assert "failed" in page and "ZeroDivisionError" in page and "TF 2." in page
 
 
