@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The environment's kernels keep TensorFlow's C++ log out of notebooks (course_lib/kernel.py).
 kernel: $(STAMP)
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "TF performance course" >/dev/null
+	$(BIN)/python -c "from course_lib import kernel; kernel.write_config()"
 
 lectures: $(STAMP) kernel
 	$(BIN)/course lectures

@@ -27,6 +27,8 @@ from typing import Iterator, Mapping
 
 import psutil  # ships with ipykernel; lists the kernels a server started in their own sessions
 
+from course_lib import kernel
+
 # No network in the course's machines: Lab must not ask for news or updates (a toast would
 # also cover part of every screenshot).
 QUIET_SETTINGS = {
@@ -82,6 +84,8 @@ def isolated_env(folder: Path, token: str, base: Mapping[str, str] | None = None
                  settings: Mapping[str, Mapping] = QUIET_SETTINGS) -> dict[str, str]:
     """Environment for a Lab whose settings, workspaces, config, data and runtime files live in ``folder``.
 
+    Its kernels read the course's kernel config (``course_lib.kernel``) from the IPython folder there.
+
     Kernels and extensions installed in the Python environment (``sys.prefix``), the widget
     extension among them, are still found; the user's own (``jupyter --paths``) are not.
     """
@@ -92,6 +96,7 @@ def isolated_env(folder: Path, token: str, base: Mapping[str, str] | None = None
         (folder / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(folder / sub)
     write_settings(folder / "settings", settings)
+    kernel.write_config(folder / "ipython" / "profile_default")  # as `make kernel` sets up the course's kernels
     env["JUPYTER_TOKEN"] = token  # in the environment, not on a command line `ps` shows
     return env
 

@@ -1,7 +1,9 @@
 """The lecture list and the papermill runner behind ``make lectures``.
 
 ``run`` executes numbered notebooks with papermill, shows progress, and on failure
-names the notebook and the cell that failed; ``write_index`` gathers each lecture's
+names the notebook, the cell that failed and the kernel's log: TensorFlow's C++ log lines
+go to ``build/lectures/logs/``, not into the notebooks (``course_lib.kernel``) nor the
+terminal, which shows only progress and results; ``write_index`` gathers each lecture's
 key results (cells tagged ``key-result``) into one HTML page with the machine it ran on.
 """
 
@@ -48,6 +50,7 @@ class Outcome:
     seconds: float
     error: str | None = None
     params: dict = field(default_factory=dict)
+    log: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -119,14 +122,30 @@ def _describe_failure(exc: Exception, output: Path) -> str:
     return f"{where}: {ename}: {evalue}  (executed notebook with the traceback: {output})"
 
 
+def _logged_kernels(log) -> type:
+    """A kernel manager class whose kernels write their stdout and stderr (TensorFlow's C++ log) to ``log``."""
+    from jupyter_client import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            return await super().start_kernel(**dict(kw, stdout=log, stderr=log))
+
+    return LoggedKernelManager
+
+
 def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
         output_dir: Path = BUILD, in_place: bool = False, progress: bool = True,
         folders: Sequence[Path] = (NOTEBOOKS,)) -> list[Outcome]:
-    """Execute lectures with papermill; never raises for a failing notebook, reports it."""
+    """Execute lectures with papermill; never raises for a failing notebook, reports it.
+
+    Each kernel's own output (TensorFlow's C++ log) goes to ``output_dir/logs/FOLDER-STEM.log``.
+    """
     import papermill as pm
     from tqdm.auto import tqdm
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # the kernels inherit it: no INFO lines in outputs
+    from course_lib import kernel
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # the kernels inherit it: no INFO lines in their logs
 
     todo = [lec for folder in folders for lec in lectures(folder, only)]
     outcomes = []
@@ -140,6 +159,8 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
         else:
             output = output_dir / lec.path.parent.name / lec.path.name
         output.parent.mkdir(parents=True, exist_ok=True)
+        log = output_dir / "logs" / f"{lec.path.parent.name}-{lec.stem}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         try:
             p = coerce_params(lec.path, params or {})
@@ -148,12 +169,15 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
             bar.write(f"{lec.path.parent.name}/{lec.path.name}: FAILED\n    {outcomes[-1].error}")
             continue
         try:
-            pm.execute_notebook(str(lec.path), str(output), parameters=p, kernel_name=KERNEL,
-                                cwd=str(lec.path.parent), progress_bar=False, log_output=False)
+            with open(log, "wb") as log_file:
+                pm.execute_notebook(str(lec.path), str(output), parameters=p, kernel_name=KERNEL,
+                                    cwd=str(lec.path.parent), progress_bar=False, log_output=False,
+                                    extra_arguments=kernel.ARGUMENTS,
+                                    kernel_manager_class=_logged_kernels(log_file))
             error = None
-        except Exception as exc:  # papermill wraps the cell's error; we name notebook and cell
-            error = _describe_failure(exc, output)
-        outcomes.append(Outcome(lec, output, time.perf_counter() - start, error, p))
+        except Exception as exc:  # papermill wraps the cell's error; we name notebook, cell and log
+            error = f"{_describe_failure(exc, output)}; kernel log: {log}"
+        outcomes.append(Outcome(lec, output, time.perf_counter() - start, error, p, log))
         status = "ok" if error is None else "FAILED"
         bar.write(f"{lec.path.parent.name}/{lec.path.name}: {status} in {outcomes[-1].seconds:.0f} s"
                   + (f"\n    {error}" if error else ""))

@@ -28,6 +28,9 @@ def course(tmp_path):
     write_nb(folder / "00_ok.ipynb", [
         nbformat.v4.new_markdown_cell("# Zero: a fine lecture"),
         tagged("N = 3\nNAME = 'a'\nFAST = False\nSIZES = [1, 2]", "parameters"),
+        nbformat.v4.new_code_cell("import os, sys\nos.write(2, b'E0000 fake.cc:1] a C++ log line\\n')\n"
+                                  "os.write(1, b'C-level stdout, as tf.print writes\\n')\n"
+                                  "print('Python stderr', file=sys.stderr)"),
         tagged("print('N is', N, NAME, FAST)", "key-result"),
     ])
     write_nb(folder / "01_broken.ipynb", [
@@ -38,14 +41,22 @@ def course(tmp_path):
     return folder
 
 
-def test_runner_executes_with_parameters_and_names_failures(course, tmp_path):
+def test_runner_executes_with_parameters_and_names_failures(course, tmp_path, monkeypatch):
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # ipykernel forwards no C-level output at all when it sees it
     out = tmp_path / "build"
     outcomes = lectures.run(["0", "1"], {}, output_dir=out, folders=[course], progress=False)
     ok, broken = outcomes
     assert ok.ok and not broken.ok
     assert "cell 2" in broken.error and "ZeroDivisionError" in broken.error
+    assert f"kernel log: {broken.log}" in broken.error
     executed = nbformat.read(out / "notebooks" / "00_ok.ipynb", as_version=4)
     assert executed.cells[-1].outputs[0]["text"] == "N is 3 a False\n"
+    # The kernel's C-level stderr (TensorFlow's C++ log) goes to the log, not into the notebook;
+    # C-level stdout (tf.print) and Python's stderr still reach the reader.
+    shown = {(o["name"], o["text"]) for o in executed.cells[2].outputs}
+    assert shown == {("stdout", "C-level stdout, as tf.print writes\n"), ("stderr", "Python stderr\n")}
+    assert ok.log == out / "logs" / "notebooks-00_ok.log"
+    assert "E0000 fake.cc:1] a C++ log line" in ok.log.read_text()
 
     (ok,) = lectures.run(["00"], {"N": "7", "FAST": "true"}, output_dir=out, folders=[course], progress=False)
     executed = nbformat.read(ok.output, as_version=4)
