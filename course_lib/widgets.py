@@ -4,11 +4,13 @@ Its logic is plain Python. ``widget.run(...)`` measures the chosen variants with
 ``course_lib.bench.compare`` and updates the bar chart, the table and the progress
 bar after each variant; it works the same under papermill and pytest (no browser)
 and returns the ``bench.Comparison``. In JupyterLab the Run button makes that same
-call with the values of the controls.
+call with the values of the controls; a run that fails shows its error, and what to do,
+inside the widget (a button's exception would otherwise reach only Lab's log console).
 """
 
 from __future__ import annotations
 
+import html
 import io
 from typing import Any, Callable, Mapping, Sequence
 
@@ -18,6 +20,12 @@ from IPython.display import HTML, Image, display
 from course_lib import bench
 
 Builder = Callable[..., Callable[[], Any]]
+
+CSS_CLASS = "course-speedup-widget"  # marks the widget in the page and in a notebook's saved widget state
+WHAT_TO_DO = ("What to do: the message names the variant and the cause. If the cells above have not run in "
+              "this kernel, or something they prepared is gone (the kernel restarted, a file was deleted), "
+              "run the notebook from the top (Run &gt; Run All Cells) and press Run again; if a size is too "
+              "large for this machine, pick a smaller one.")
 
 
 class SpeedupWidget:
@@ -77,25 +85,45 @@ class SpeedupWidget:
         self.progress = W.IntProgress(value=0, min=0, max=len(self.variants), description="idle")
         self.chart = W.Output()
         self.table = W.HTML()
+        self.status = W.HTML()  # a failed run's error and what to do; empty otherwise
         self.button.on_click(lambda _: self.run_from_controls())
         header = [W.HTML(f"<b>{self.title}</b>")] if self.title else []
         self.box = W.VBox(header + [
             W.HBox(list(self.size_controls.values())),
             W.HBox(list(self.checkboxes.values())),
             W.HBox([self.button, self.progress]),
+            self.status,
             W.HBox([self.chart, self.table]),
         ])
+        self.box.add_class(CSS_CLASS)
 
     def _ipython_display_(self) -> None:
         display(self.box)
 
-    def run_from_controls(self) -> bench.Comparison:
+    def run_from_controls(self) -> bench.Comparison | None:
+        """What the Run button does: ``run`` with the controls' values; a failure is shown, not raised."""
         chosen = [n for n, box in self.checkboxes.items() if box.value]
-        return self.run(variants=chosen, **{k: c.value for k, c in self.size_controls.items()})
+        try:
+            return self.run(variants=chosen, **{k: c.value for k, c in self.size_controls.items()})
+        except Exception:  # run() has put the error and what to do into the widget
+            return None
 
     # -- the logic -------------------------------------------------------------------
     def run(self, variants: Sequence[str] | None = None, **sizes) -> bench.Comparison:
-        """Measure ``variants`` (all by default) at ``sizes``; update the display as each finishes."""
+        """Measure ``variants`` (all by default) at ``sizes``; update the display as each finishes.
+
+        Raises on failure, after showing the error and what to do in the widget.
+        """
+        self.status.value = ""
+        try:
+            return self._run(variants, sizes)
+        except Exception as exc:
+            self.progress.description = "failed"
+            self.status.value = (f'<div style="color:#b00"><b>{html.escape(type(exc).__name__)}:</b> '
+                                 f'{html.escape(str(exc))}<br>{WHAT_TO_DO}</div>')
+            raise
+
+    def _run(self, variants: Sequence[str] | None, sizes: Mapping[str, Any]) -> bench.Comparison:
         names = list(self.variants) if variants is None else list(variants)
         if not names:
             raise ValueError("no variant chosen: tick at least one box or pass variants=[...]")

@@ -1,7 +1,7 @@
 import pytest
 
 from course_lib import bench
-from course_lib.widgets import SpeedupWidget
+from course_lib.widgets import CSS_CLASS, SpeedupWidget
 
 
 def make_widget(**kw):
@@ -75,3 +75,27 @@ def test_bad_input_names_the_problem():
     with pytest.raises(bench.BenchError, match=r"building variant 'a' with \{'n': 1\} raised MemoryError"):
         w2.run()
     assert not w2.button.disabled
+
+
+def test_failed_run_shows_error_and_what_to_do_in_the_widget(tmp_path):
+    """The Run button's exceptions reach only Lab's log console, so the widget itself must say what went wrong."""
+    shard = tmp_path / "shard-0.tfrecord"
+    shard.write_text("data")
+
+    def reads_file(n):
+        return lambda: shard.read_text()
+
+    w = SpeedupWidget({"read": reads_file}, sizes={"n": [1]}, repeats=1)
+    assert CSS_CLASS in w.box._dom_classes
+    first = w.run()
+    shard.unlink()  # what a lecture's clean-up cell would do behind the widget's back
+    assert w.run_from_controls() is None  # the button: shown, not raised
+    assert "BenchError" in w.status.value and "No such file or directory" in w.status.value
+    assert "shard-0.tfrecord" in w.status.value and "Run All Cells" in w.status.value
+    assert w.progress.description == "failed" and not w.button.disabled
+    assert w.result is first  # the last good result stays on show
+    with pytest.raises(bench.BenchError, match="variant 'read' raised FileNotFoundError"):
+        w.run()  # papermill and tests still see the error
+    shard.write_text("data")
+    w.button.click()
+    assert w.status.value == "" and w.progress.description == "done" and w.result is not first
