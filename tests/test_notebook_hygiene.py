@@ -1,0 +1,126 @@
+"""What a reader sees in the committed notebooks: no unexplained log noise, no machine's paths, the widget.
+
+Every committed output (notebooks/, solutions/, exercises/) is read, not executed:
+- no TensorFlow log line: the C++ (absl) format ``E0000 00:00:1795220252.080414  14055 file.cc:52] ...``,
+  absl's "before InitializeLog" banner, or Python's ``WARNING:tensorflow:`` format. The course's kernels
+  send TensorFlow's C++ log to the kernel's log file (course_lib.kernel); a lecture that wants to show a
+  log line captures it and shows it as data it explains (e.g. graphs.captured_tf_warnings);
+- no file-system path of the machine that executed it (home and work folders, temporary folders,
+  site-packages, this checkout);
+- a lecture *compares variants* when its code calls ``bench.compare`` or its outputs show a speedup
+  table (the one ``bench.Comparison`` renders); such a lecture must have built and displayed a live
+  ``SpeedupWidget`` when it was executed (its saved widget state holds the widget's CSS class).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib.widgets import CSS_CLASS
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = sorted(p for folder in ("notebooks", "solutions", "exercises")
+                   for p in (ROOT / folder).glob("[0-9][0-9]_*.ipynb"))
+LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+TF_LOG = re.compile(
+    r"^[IWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w./-]+:\d+\]"       # C++/absl (and absl-py) log lines
+    r"|All log messages before absl::InitializeLog\(\) is called"  # absl's start-up banner
+    r"|^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:tensorflow|absl):",  # Python logging's default format
+    re.MULTILINE)
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~-])/(?:work|root|home|Users|tmp|private/var|var/folders|opt/conda)/"
+    r"|site-packages|dist-packages|\b[A-Za-z]:\\\\(?:Users|Windows)\\\\"
+    + "|" + re.escape(str(ROOT)))
+SPEEDUP_TABLE = "<th>speedup</th>"  # bench.Comparison._repr_html_'s last column
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def output_texts(nb) -> list[tuple[int, str]]:
+    """(cell index, text) for every textual output of every code cell; images skipped."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream":
+                found.append((index, out.text))
+            elif out.output_type == "error":
+                found.append((index, ANSI.sub("", "\n".join([out.ename, out.evalue, *out.traceback]))))
+            else:
+                for mime, value in out.get("data", {}).items():
+                    if mime.startswith("text/") or mime.endswith("json"):
+                        found.append((index, value if isinstance(value, str) else json.dumps(value)))
+    return found
+
+
+def offences(nb, pattern: re.Pattern) -> list[str]:
+    bad = []
+    for index, text in output_texts(nb):
+        for match in pattern.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            line_end = text.find("\n", match.end())
+            bad.append(f"cell {index}: {text[line_start:line_end if line_end >= 0 else None][:160]!r}")
+    return bad
+
+
+def compares_variants(nb) -> bool:
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return "bench.compare(" in code or any(SPEEDUP_TABLE in text for _, text in output_texts(nb))
+
+
+def shows_speedup_widget(nb) -> bool:
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return any(CSS_CLASS in model.get("state", {}).get("_dom_classes", []) for model in state.values())
+
+
+def test_the_checks_catch_what_they_claim_to():
+    """Each detector against real lines from earlier committed outputs, and against harmless text."""
+    logs = ["E0000 00:00:1795220252.080414   14055 cuda_platform.cc:52] failed call to cuInit: INTERNAL",
+            "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+            "W0000 00:00:1795220305.626220   17364 dataset.cc:997] Input of GeneratorDatasetOp::Dataset",
+            "I1122 20:41:07.123456 140234 xla_bridge.py:884] Unable to initialize backend",
+            "WARNING:tensorflow:5 out of the last 5 calls to <function f> triggered tf.function retracing"]
+    for line in logs:
+        assert TF_LOG.search("result\n" + line + "\n"), line
+    for text in ["E = 0.5 J", "W1 weights: 3/4", "warning: retracing costs 173x (explained above)"]:
+        assert not TF_LOG.search(text), text
+    paths = ['File "/work/main/.venv/lib/python3.11/site-packages/ipykernel_launcher.py", line 18',
+             "saved to /home/ada/course/build/x.json", "/tmp/ipykernel_123/456.py", str(ROOT / "build")]
+    for text in paths:
+        assert MACHINE_PATH.search(text), text
+    for text in ["build/lectures/index.html", "/device:CPU:0", "/physical_device:GPU:0", "a 1/2 split"]:
+        assert not MACHINE_PATH.search(text), text
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("r = bench.compare({'a': f, 'b': g})")]
+    assert compares_variants(nb) and not shows_speedup_widget(nb)
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "m": {"model_name": "VBoxModel", "state": {"_dom_classes": [CSS_CLASS]}}}}}
+    assert shows_speedup_widget(nb)
+    table = nbformat.v4.new_output("display_data", {"text/html": f"<table><tr>{SPEEDUP_TABLE}</tr></table>"})
+    quiet = nbformat.v4.new_notebook()
+    quiet.cells = [nbformat.v4.new_code_cell("helper()", outputs=[table])]
+    assert compares_variants(quiet)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.name}/{p.stem}" for p in COMMITTED])
+def test_committed_outputs_show_no_tensorflow_log_and_no_machine_path(path):
+    nb = nbformat.read(path, as_version=4)
+    logs, paths = offences(nb, TF_LOG), offences(nb, MACHINE_PATH)
+    assert not logs, (f"{path.name} shows TensorFlow log lines (re-execute it with the course runner, which "
+                      f"keeps them in build/lectures/logs/):\n" + "\n".join(logs))
+    assert not paths, f"{path.name} shows paths of the machine that executed it:\n" + "\n".join(paths)
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])
+def test_a_lecture_that_compares_variants_uses_the_widget(path):
+    nb = nbformat.read(path, as_version=4)
+    missing = compares_variants(nb) and not shows_speedup_widget(nb)
+    assert not missing, (f"{path.name} compares variants (bench.compare or a speedup table) "
+                         "but displayed no SpeedupWidget when it was executed")
