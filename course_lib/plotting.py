@@ -113,33 +113,42 @@ def throughput_bars(names: Sequence[str], values: Sequence[float], *, unit: str,
     return ax
 
 
-def cart_pole(states, ax=None, *, snapshots: int = 12, half_length: float = 0.5, track: float = 2.4,
-              tau: float = 0.02, title: str = ""):
-    """A cart-pole episode as a strip of snapshots, early ones faint: cart and pole at evenly
-    spaced steps of ``states`` (steps + 1, 4: x, x_dot, theta, theta_dot), the pole drawn at
-    twice ``half_length``; theta is measured from upright, positive to the right."""
+def cart_pole(states, axes=None, *, snapshots: int = 12, half_length: float = 0.5, track: float = 2.4,
+              angle_limit_deg: float = 12.0, tau: float = 0.02, title: str = ""):
+    """A cart-pole episode, ``states`` (steps + 1, 4: x, x_dot, theta, theta_dot): above, cart and
+    pole drawn at evenly spaced steps (early ones faint, colour by time); below, pole angle and cart
+    position over time against their limits. ``axes``: two axes, or None for a new figure."""
     import numpy as np
 
-    ax = _axes(ax, figsize=(8, 2.6))
+    if axes is None:
+        _, axes = plt.subplots(2, 1, figsize=(8, 4.5), layout="constrained", height_ratios=[1.2, 1])
+    top, bottom = axes
     states = np.asarray(states)
     picks = np.linspace(0, len(states) - 1, min(snapshots, len(states))).round().astype(int)
     cmap = plt.get_cmap("viridis")
     for k, i in enumerate(picks):
         x, theta = states[i, 0], states[i, 2]
-        color = cmap(k / max(len(picks) - 1, 1))
-        alpha = 0.25 + 0.75 * k / max(len(picks) - 1, 1)
-        ax.add_patch(matplotlib.patches.Rectangle((x - 0.2, -0.1), 0.4, 0.2, color=color, alpha=alpha))
+        share = k / max(len(picks) - 1, 1)
+        color, alpha = cmap(share), 0.25 + 0.75 * share
+        top.add_patch(matplotlib.patches.Rectangle((x - 0.2, -0.1), 0.4, 0.2, color=color, alpha=alpha))
         tip = (x + 2 * half_length * np.sin(theta), 0.1 + 2 * half_length * np.cos(theta))
-        ax.plot([x, tip[0]], [0.1, tip[1]], color=color, alpha=alpha, linewidth=2)
-        ax.annotate(f"{i * tau:.1f} s", (x, -0.25), ha="center", fontsize="x-small", color=color)
-    ax.axhline(-0.1, color="black", linewidth=0.8)
+        top.plot([x, tip[0]], [0.1, tip[1]], color=color, alpha=alpha, linewidth=2)
+    top.axhline(-0.1, color="black", linewidth=0.8)
     for edge in (-track, track):
-        ax.axvline(edge, color="#b00", linestyle="--", linewidth=0.8)
-    ax.set_xlim(-track - 0.3, track + 0.3)
-    ax.set_ylim(-0.4, 0.1 + 2 * half_length + 0.1)
-    ax.set_aspect("equal")
-    ax.set_xlabel("cart position (m); dashed: the track's ends")
-    ax.set_yticks([])
+        top.axvline(edge, color="#b00", linestyle="--", linewidth=0.8)
+    top.set_xlim(-track - 0.3, track + 0.3)
+    top.set_ylim(-0.2, 0.2 + 2 * half_length)
+    top.set_aspect("equal")
+    top.set_yticks([])
+    top.set_xlabel(f"cart position (m); {len(picks)} snapshots, colour from start (purple) to end (yellow)")
     if title:
-        ax.set_title(title)
-    return ax
+        top.set_title(title)
+    t = np.arange(len(states)) * tau
+    bottom.plot(t, np.degrees(states[:, 2]), label="pole angle (degrees)")
+    bottom.plot(t, states[:, 0], label="cart position (m)")
+    for limit, color in ((angle_limit_deg, "C0"), (track, "C1")):
+        for sign in (-1, 1):
+            bottom.axhline(sign * limit, color=color, linestyle="--", linewidth=0.8)
+    bottom.set_xlabel("time (s)")
+    bottom.legend(loc="upper left", fontsize="small")
+    return axes
