@@ -9,12 +9,16 @@ but no CPU: on a 2-core machine it shows what overlap and parallelism can hide.
 
 ``pipeline(shards, variant)`` builds the same input pipeline at each step of the
 usual optimisation path (``VARIANTS``), and every variant yields the same elements.
+tf.data's own rewrites that would blur the steps (fusing map and batch into one
+asynchronous op, injecting a final prefetch) are switched off, so each variant does
+exactly what its code says. ``Work`` is a consumer step that computes for a known time.
 A ``Recorder`` passed to it logs each open, read, map, wait and training step with
 its thread and time, which ``Recorder.plot`` draws as a timeline.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import tempfile
@@ -68,7 +72,8 @@ class Shards:
     Each record is a ``tf.train.Example`` with an ``id`` (its position in the data set),
     a float feature vector ``x`` and an integer class ``y``. A folder this module made
     is deleted by ``cleanup()``, on leaving a ``with`` block, or when the object is
-    garbage-collected.
+    garbage-collected, at the latest when the interpreter (a notebook's kernel) exits: a
+    notebook keeps the object, so its live widgets can still read the files.
     """
 
     folder: Path
@@ -223,6 +228,26 @@ class Recorder:
             most = max(most, now)
         return most
 
+    PRODUCTION = ("open", "read", "map")
+
+    def overlap(self) -> dict:
+        """How much of the pipeline's work ran while the consumer was busy with a step.
+
+        ``production_s``: time during which at least one open, read or map was in progress;
+        ``step_s``: time the consumer spent in steps; ``hidden_s``: the time both were true at once.
+        """
+        production = _union([(e.start, e.end) for e in self.events if e.stage in self.PRODUCTION])
+        steps = _union([(e.start, e.end) for e in self.events if e.stage == "step"])
+        hidden, i, j = 0.0, 0, 0
+        while i < len(production) and j < len(steps):  # both lists are sorted and disjoint
+            hidden += max(0.0, min(production[i][1], steps[j][1]) - max(production[i][0], steps[j][0]))
+            if production[i][1] < steps[j][1]:
+                i += 1
+            else:
+                j += 1
+        return {"production_s": sum(b - a for a, b in production), "step_s": sum(b - a for a, b in steps),
+                "hidden_s": hidden}
+
     def summary(self) -> dict:
         """Wall time, threads used, and how long the consumer waited for input vs worked."""
         events = self.events
@@ -248,6 +273,64 @@ class Recorder:
         if title:
             ax.set_title(title)
         return ax
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping ``(start, end)`` spans merged: sorted, disjoint spans covering the same time."""
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def hidden_text(name: str, recorder: Recorder) -> str:
+    """One sentence, read from a recorded run: how much of the pipeline's work the consumer's steps hid."""
+    o = recorder.overlap()
+    if o["production_s"] <= 0:
+        return f"{name}: the pipeline did no recorded work"
+    share = o["hidden_s"] / o["production_s"]
+    return (f"{name}: {o['hidden_s'] * 1e3:.0f} of the {o['production_s'] * 1e3:.0f} ms in which the pipeline "
+            f"was working ran while the consumer computed a step ({share:.0%} hidden); the consumer waited "
+            f"{recorder.summary()['wait_s'] * 1e3:.0f} ms for batches")
+
+
+# -- a consumer that computes ----------------------------------------------------------------------
+
+class Work:
+    """A consumer step that computes for about ``ms`` milliseconds: chained matrix products on
+    the CPU, calibrated on this machine when it is made.
+
+    It stands in for a training step that does real work. Unlike a sleep it uses the cores,
+    so whatever the pipeline computes at the same time competes with it.
+    """
+
+    def __init__(self, ms: float, *, size: int = 256):
+        if not isinstance(ms, (int, float)) or ms <= 0:
+            raise ValueError(f"Work needs a positive number of milliseconds, got {ms!r}")
+        w = tf.random.stateless_normal([size, size], seed=[0, 1]) / np.sqrt(size)
+        x0 = tf.ones([size, size])
+
+        @tf.function
+        def run(n):
+            x = x0
+            for _ in tf.range(n):
+                x = tf.tanh(x @ w)
+            return tf.reduce_sum(x)
+
+        probe = 32
+        per_iteration = bench.measure(lambda: run(tf.constant(probe)), repeats=3).median_s / probe
+        self.ms = float(ms)
+        self.iterations = max(1, round(ms / 1e3 / per_iteration))
+        self._run, self._n = run, tf.constant(self.iterations)
+
+    def __call__(self, batch: Any = None):
+        return self._run(self._n)
+
+    def __repr__(self) -> str:
+        return f"Work({self.ms:g} ms: {self.iterations} products of 256x256 matrices)"
 
 
 # -- simulated latency ----------------------------------------------------------------------------
@@ -384,24 +467,33 @@ def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Laten
         ds = ds.prefetch(AUTOTUNE)
     # Reading files hides how many batches there are; saying so lets Keras size its epochs.
     ds = ds.apply(tf.data.experimental.assert_cardinality(-(-shards.n_records // batch_size)))
+    return ds.with_options(_options(threads))
+
+
+def _options(threads: int | None) -> tf.data.Options:
+    """Settings for every variant. By default tf.data fuses a map with the batch after it into one
+    asynchronous op that runs ahead of the consumer, and injects a prefetch at the end: both
+    would give the "naive" pipeline the overlap that "prefetch" is meant to add, so they are off."""
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = False
+    options.experimental_optimization.inject_prefetch = False
     if threads is not None:
-        options = tf.data.Options()
         options.threading.private_threadpool_size = threads
-        ds = ds.with_options(options)
-    return ds
+    return options
 
 
 def transformations(dataset: tf.data.Dataset) -> list[str]:
     """The dataset operations of a pipeline, source first, read from its serialized graph.
 
     Shows what a chain of Python calls built (``ParallelMapDatasetV2`` for a parallel map,
-    ``PrefetchDataset`` ...); functions inside map and interleave are left out.
+    ``PrefetchDataset`` ...); functions inside map and interleave are left out, and so is
+    ``OptionsDataset``, which holds settings (``with_options``) and does no work.
     """
     graph = tf.compat.v1.GraphDef()
     serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=dataset._variant_tensor,
                                              external_state_policy=1)  # ignore py_function state
     graph.ParseFromString(serialized.numpy())
-    return [node.op for node in graph.node if "Dataset" in node.op]
+    return [node.op for node in graph.node if "Dataset" in node.op and node.op != "OptionsDataset"]
 
 
 def xy(dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -436,16 +528,17 @@ def consume(dataset: tf.data.Dataset, *, recorder: Recorder | None = None,
 
 
 def record_run(shards: Shards, variant: str, *, latency: Latency = Latency(), batch_size: int = 16,
-               threads: int | None = None, step_s: float = 0.0, epochs: int = 1) -> Recorder:
+               threads: int | None = None, step: Callable[[Any], Any] | None = None, step_s: float = 0.0,
+               epochs: int = 1) -> Recorder:
     """Run ``variant`` for ``epochs`` with a recorder and return it (``.plot()`` draws the timeline).
 
-    The consumer spends ``step_s`` on each batch, standing in for a training step.
+    The consumer calls ``step`` on each batch (a ``Work``, say) or, without one, sleeps ``step_s``.
     """
     recorder = Recorder()
     ds = pipeline(shards, variant, latency=latency, batch_size=batch_size, recorder=recorder, threads=threads)
     recorder.start()
     for _ in range(epochs):
-        consume(ds, recorder=recorder, step_s=step_s)
+        consume(ds, recorder=recorder, step=step, step_s=step_s)
     return recorder
 
 
@@ -488,46 +581,61 @@ def same_records(got: dict[int, tuple], expected: dict[int, tuple]) -> bool:
 
 
 def compare_pipelines(shards: Shards, variants: Sequence[str] = VARIANTS, *, latency: Latency = Latency(),
-                      batch_size: int = 16, threads: int | None = None, repeats: int = 3) -> bench.Comparison:
+                      batch_size: int = 16, threads: int | None = None, step_ms: float = 0.0,
+                      repeats: int = 3) -> bench.Comparison:
     """Time one epoch of each variant against the first (``bench.compare``).
 
-    Each dataset is built once and iterated on each call, so "cache" reports its first,
-    uncached epoch as the first call and its cached epochs as the median.
+    The consumer computes a ``Work(step_ms)`` on each batch (nothing when 0). Each dataset is
+    built once and iterated on each call, so "cache" reports its first, uncached epoch as the
+    first call and its cached epochs as the median.
     """
     for v in variants:
         _check_variant(v)
+    step = Work(step_ms) if step_ms else None
     datasets = {v: pipeline(shards, v, latency=latency, batch_size=batch_size, threads=threads)
                 for v in variants}
-    return bench.compare({v: (lambda ds=ds: consume(ds)) for v, ds in datasets.items()},
+    return bench.compare({v: (lambda ds=ds: consume(ds, step=step)) for v, ds in datasets.items()},
                          baseline=variants[0], repeats=repeats, number=1,
-                         title=f"one epoch of {shards.n_records} records, batch {batch_size}",
-                         params={"latency": latency, "batch_size": batch_size, "threads": threads})
+                         title=f"one epoch of {shards.n_records} records, batch {batch_size}, "
+                               f"{step_ms:g} ms step",
+                         params={"latency": latency, "batch_size": batch_size, "threads": threads,
+                                 "step_ms": step_ms})
 
 
 def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, latency: Latency = Latency(),
-                    batch_size: int = 16, threads: int | None = None, repeats: int = 3):
-    """A ``SpeedupWidget`` comparing the variants; the read and map latencies (ms) are its knobs.
+                    batch_size: int = 16, threads: int | None = None, step_ms: float = 0.0, repeats: int = 3):
+    """A ``SpeedupWidget`` comparing the variants; its knobs are the read and map latencies
+    and the consumer's step (ms).
 
-    Each knob offers half, the same and twice the latency of ``latency``.
+    The latency knobs offer half, the same and twice ``latency``; the step knob offers no
+    step, ``step_ms`` and twice that (the consumer computes a ``Work`` of that length per batch).
     """
     from course_lib.widgets import SpeedupWidget
 
     for v in variants:
         _check_variant(v)
+    if not isinstance(step_ms, (int, float)) or step_ms < 0:
+        raise ValueError(f"step_ms must be a number of milliseconds >= 0, got {step_ms!r}")
+    works: dict[float, Work] = {}  # calibrated once per length, shared by the variants
 
     def builder(variant):
-        def build(record_ms: float, map_ms: float):
+        def build(record_ms: float, map_ms: float, step_ms: float):
             lat = Latency(open_s=latency.open_s, record_s=record_ms / 1e3, map_s=map_ms / 1e3)
             ds = pipeline(shards, variant, latency=lat, batch_size=batch_size, threads=threads)
-            return lambda: consume(ds)
+            if step_ms and step_ms not in works:
+                works[step_ms] = Work(step_ms)
+            step = works.get(step_ms)
+            return lambda: consume(ds, step=step)
         return build
 
-    def choices(seconds):
-        return [round(seconds * 1e3 * f, 3) for f in (0.5, 1, 2)]
+    def choices(ms, factors=(0.5, 1, 2)):
+        return sorted({round(ms * f, 3) for f in factors})
 
-    return SpeedupWidget({v: builder(v) for v in variants},
-                         sizes={"record_ms": choices(latency.record_s), "map_ms": choices(latency.map_s)},
-                         defaults={"record_ms": choices(latency.record_s)[1], "map_ms": choices(latency.map_s)[1]},
+    sizes = {"record_ms": choices(latency.record_s * 1e3), "map_ms": choices(latency.map_s * 1e3),
+             "step_ms": choices(step_ms, (0, 1, 2))}
+    return SpeedupWidget({v: builder(v) for v in variants}, sizes=sizes,
+                         defaults={"record_ms": round(latency.record_s * 1e3, 3),
+                                   "map_ms": round(latency.map_s * 1e3, 3), "step_ms": round(step_ms, 3)},
                          baseline=variants[0], repeats=repeats,
                          title=f"tf.data: one epoch of {shards.n_records} records")
 
@@ -543,6 +651,8 @@ def bench_pipelines(argv: list[str]) -> int:
     parser.add_argument("--open-ms", type=float, default=10.0, help="simulated latency of opening a file")
     parser.add_argument("--record-ms", type=float, default=1.0, help="simulated latency of reading a record")
     parser.add_argument("--map-ms", type=float, default=1.0, help="simulated latency of one decode call")
+    parser.add_argument("--step-ms", type=float, default=40.0,
+                        help="the consumer's computing step per batch (0: none)")
     parser.add_argument("--threads", type=int, nargs="+", default=[0, 16],
                         help="private thread pool sizes to compare (0: tf.data's default pool)")
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats per variant")
@@ -553,7 +663,7 @@ def bench_pipelines(argv: list[str]) -> int:
     with write_shards(args.shards, args.records) as shards:
         for threads in args.threads:
             result = compare_pipelines(shards, latency=latency, batch_size=args.batch, threads=threads or None,
-                                       repeats=args.repeats)
+                                       step_ms=args.step_ms, repeats=args.repeats)
             result.title += f", {threads or 'default'} threads"
             print(result, end="\n\n")
             records.append(result)
@@ -606,11 +716,51 @@ def make_model(features: int, classes: int, *, hidden: int = 256, depth: int = 2
     return model
 
 
+EPOCH_PARTS = ("before the first step", "in steps", "between steps", "after the last step")
+
+
+def _epoch_clock():
+    """A Keras callback that timestamps each training step, so one ``fit`` epoch can be split into
+    ``EPOCH_PARTS`` that add up to the whole call (``start()`` marks the call's beginning)."""
+    import keras
+
+    class EpochClock(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.epochs: list[dict] = []
+
+        def start(self):
+            self._t0, self._steps = time.perf_counter(), []
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._steps.append([time.perf_counter(), None])
+
+        def on_train_batch_end(self, batch, logs=None):
+            self._steps[-1][1] = time.perf_counter()
+
+        def stop(self):
+            end, steps = time.perf_counter(), self._steps
+            self.epochs.append({
+                "before the first step": steps[0][0] - self._t0,
+                "in steps": sum(b - a for a, b in steps),
+                "between steps": sum(steps[i + 1][0] - steps[i][1] for i in range(len(steps) - 1)),
+                "after the last step": end - steps[-1][1],
+                "steps": len(steps)})
+
+    return EpochClock()
+
+
 @dataclass
 class Diagnosis:
-    """Where an epoch's time goes: input alone, compute alone, and both in one training run."""
+    """Where an epoch's time goes: input alone, compute alone, and both in one training run.
+
+    ``epochs`` holds, for "compute only" and "training", the timed epoch closest to the median
+    split into ``EPOCH_PARTS`` (they add up to the epoch), which is where time that neither the
+    input nor the compute explains shows up.
+    """
 
     comparison: bench.Comparison
+    epochs: dict = field(default_factory=dict)
 
     @property
     def input_s(self) -> float:
@@ -625,41 +775,107 @@ class Diagnosis:
         return self.comparison["training"].median_s
 
     @property
-    def bound(self) -> str:
-        """"input" when reading the data takes longer than the model's work on it, else "compute"."""
-        return "input" if self.input_s > self.compute_s else "compute"
+    def unexplained_s(self) -> float:
+        """Training time beyond input plus compute: positive when the halves did not overlap and
+        something else cost time too, negative when overlap hid part of the shorter half."""
+        return self.training_s - self.input_s - self.compute_s
 
     @property
     def overlap(self) -> float:
-        """1.0 when training takes only as long as its slower half (input and compute fully
-        overlapped); 0.0 when it takes their sum (no overlap)."""
-        slow, total = max(self.input_s, self.compute_s), self.input_s + self.compute_s
-        return float(np.clip((total - self.training_s) / (total - slow), 0.0, 1.0)) if total > slow else 1.0
+        """The share of the shorter half that training hid behind the longer one, not clipped:
+        1.0 when training took only as long as the longer half, 0.0 when it took their sum, and
+        below 0 when it took longer than the sum."""
+        return -self.unexplained_s / min(self.input_s, self.compute_s)
+
+    @property
+    def bound(self) -> str:
+        """What the epoch spent most time on: "input", "compute", or "neither" when the time
+        beyond input plus compute is larger than both."""
+        parts = {"input": self.input_s, "compute": self.compute_s, "neither": self.unexplained_s}
+        return max(parts, key=parts.get)
+
+    def verdicts(self) -> bench.Verdicts:
+        """The diagnosis as sentences read from this measurement (Markdown in a notebook)."""
+        ms = lambda s: f"{s * 1e3:.0f} ms"  # noqa: E731
+        out = [f"one training epoch took {ms(self.training_s)}: the input alone {ms(self.input_s)}, "
+               f"the compute alone {ms(self.compute_s)}"]
+        if self.unexplained_s >= 0:
+            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together: nothing "
+                       f"overlapped (overlap {self.overlap:.0%}), and {ms(self.unexplained_s)} is explained by "
+                       f"neither half alone")
+        elif self.training_s > max(self.input_s, self.compute_s):
+            out.append(f"training took {ms(-self.unexplained_s)} less than input and compute together: "
+                       f"{self.overlap:.0%} of the shorter half ran hidden behind the longer one")
+        else:
+            out.append("training took no longer than the longer half alone: the shorter half was hidden "
+                       "completely")
+        out.append({"input": "the input is the larger part: a faster model would not help; fix the pipeline",
+                    "compute": "the compute is the larger part: the pipeline keeps up; the model sets the pace",
+                    "neither": "the time beyond input plus compute is larger than either: look at the "
+                               "breakdown below before optimising either half"}[self.bound])
+        train, alone = self.epochs.get("training"), self.epochs.get("compute only")
+        if train and alone:
+            extra = {p: train[p] - alone[p] for p in EPOCH_PARTS}
+            where = max(extra, key=extra.get)
+            parts = ", ".join(f"{p} {ms(train[p])} (in memory: {ms(alone[p])})" for p in EPOCH_PARTS)
+            out.append(f"the training epoch, part by part: {parts}")
+            if extra[where] > 0:
+                out.append(f"against training on in-memory data, most of the extra time ({ms(extra[where])}) "
+                           f"is {where}")
+            else:
+                out.append("no part of the training epoch took longer than on in-memory data")
+        return bench.Verdicts(out)
+
+    def table(self) -> str:
+        """The epoch parts of "compute only" and "training" as an HTML table (ms)."""
+        rows = [{"part of the epoch": p, **{f"{k} (ms)": e[p] * 1e3 for k, e in self.epochs.items()}}
+                for p in EPOCH_PARTS]
+        rows.append({"part of the epoch": "whole epoch",
+                     **{f"{k} (ms)": sum(e[p] for p in EPOCH_PARTS) * 1e3 for k, e in self.epochs.items()}})
+        return bench.table(rows)
 
     def __repr__(self) -> str:
-        return (f"{self.bound}-bound: input {self.input_s * 1e3:.0f} ms, compute {self.compute_s * 1e3:.0f} ms, "
-                f"training {self.training_s * 1e3:.0f} ms per epoch (overlap {self.overlap:.0%})")
+        return (f"{self.bound}: input {self.input_s * 1e3:.0f} ms, compute {self.compute_s * 1e3:.0f} ms, "
+                f"training {self.training_s * 1e3:.0f} ms per epoch ({self.unexplained_s * 1e3:+.0f} ms "
+                f"against input + compute)")
 
     def _repr_html_(self) -> str:
-        return f"<p><b>{repr(self)}</b></p>" + self.comparison._repr_html_()
+        return f"<p><b>{html.escape(repr(self))}</b></p>" + self.comparison._repr_html_() + \
+            (self.table() if self.epochs else "")
 
 
 def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int = 16,
              repeats: int = 3) -> Diagnosis:
-    """Is training on ``dataset`` input-bound or compute-bound?
+    """Is training on ``dataset`` input-bound or compute-bound, and what else costs time?
 
     Times one epoch three ways in the same run: iterating the input pipeline alone,
     training on the same batches already in memory (compute alone), and training on
-    the pipeline. ``dataset`` yields the dict batches of ``pipeline``.
+    the pipeline; each ``fit`` epoch is also split into ``EPOCH_PARTS``. ``dataset``
+    yields the dict batches of ``pipeline``.
     """
     ready = transform({"id": shards.ids, "x": shards.x, "y": shards.y})
     in_memory = tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache()
     train = xy(dataset)
-    variants = {
-        "input only": lambda: consume(dataset),
-        "compute only": lambda: model.fit(in_memory, epochs=1, verbose=0, shuffle=False).history["loss"][-1],
-        "training": lambda: model.fit(train, epochs=1, verbose=0, shuffle=False).history["loss"][-1],
-    }
+    clocks = {"compute only": _epoch_clock(), "training": _epoch_clock()}
+
+    def fit(name, ds):
+        def run():
+            clock = clocks[name]
+            clock.start()
+            loss = model.fit(ds, epochs=1, verbose=0, shuffle=False, callbacks=[clock]).history["loss"][-1]
+            clock.stop()
+            return loss
+        return run
+
+    variants = {"input only": lambda: consume(dataset), "compute only": fit("compute only", in_memory),
+                "training": fit("training", train)}
     # The first, separately reported epoch is the warm-up: it traces the training step.
-    return Diagnosis(bench.compare(variants, baseline="training", repeats=repeats, warmup=0, number=1,
-                                   title=f"one epoch, batch {batch_size}"))
+    comparison = bench.compare(variants, baseline="training", repeats=repeats, warmup=0, number=1,
+                               title=f"one epoch, batch {batch_size}")
+    epochs = {}
+    for name, clock in clocks.items():
+        timed = clock.epochs[1:] or clock.epochs  # the first call is reported apart
+        median = comparison[name].median_s
+        epochs[name] = min(timed, key=lambda e: abs(sum(e[p] for p in EPOCH_PARTS) - median))
+    return Diagnosis(comparison, epochs)
+

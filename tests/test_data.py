@@ -78,7 +78,15 @@ def test_transformations_name_each_variant_s_operations(shards):
     assert "CacheDatasetV2" in ops["cache"]
     vec = ops["vectorised"]
     assert vec.index("BatchDatasetV2") < vec.index("ParallelMapDatasetV2"), "batch, then map"
-    assert data.transformations(data.pipeline(shards, "naive", threads=2))[-1] == "OptionsDataset"
+    assert "OptionsDataset" not in data.transformations(data.pipeline(shards, "naive", threads=2))
+
+
+def test_every_variant_switches_off_the_rewrites_that_would_hide_its_steps(shards):
+    for variant in data.VARIANTS:
+        options = data.pipeline(shards, variant, latency=FAST, threads=2).options()
+        assert options.experimental_optimization.map_and_batch_fusion is False
+        assert options.experimental_optimization.inject_prefetch is False
+        assert options.threading.private_threadpool_size == 2
 
 
 def test_reads_overlap_only_when_interleaved(shards):
@@ -137,6 +145,31 @@ def test_record_says_when_each_element_was_produced_and_consumed(shards):
     assert summary["elements"] == 30 and summary["threads"] >= 2
 
 
+def test_prefetch_produces_during_the_step_and_naive_does_not(shards):
+    naive = data.record_run(shards, "naive", latency=FAST, batch_size=5, step_s=0.01)
+    prefetch = data.record_run(shards, "prefetch", latency=FAST, batch_size=5, step_s=0.01)
+    assert naive.overlap()["hidden_s"] == 0.0, "without prefetch the pipeline works only while the consumer waits"
+    assert naive.overlap()["production_s"] > 0
+    assert prefetch.overlap()["hidden_s"] > 0, "with prefetch the next batch is produced during the step"
+    assert "hidden" in data.hidden_text("prefetch", prefetch)
+
+
+def test_overlap_measures_the_intersection_of_production_and_steps():
+    rec = data.Recorder()
+    rec._events = [data.Event("read", 1, 0.0, 2.0), data.Event("map", 2, 1.0, 3.0),  # production 0-3
+                   data.Event("read", 1, 5.0, 6.0),                                    # and 5-6
+                   data.Event("step", 0, 2.5, 5.5), data.Event("wait", 0, 0.0, 2.5)]
+    assert rec.overlap() == pytest.approx({"production_s": 4.0, "step_s": 3.0, "hidden_s": 1.0})
+
+
+def test_work_computes_and_is_calibrated():
+    work = data.Work(2)
+    assert work.iterations >= 1 and np.isfinite(float(work(None)))
+    assert "2 ms" in repr(work)
+    with pytest.raises(ValueError, match="positive number of milliseconds"):
+        data.Work(0)
+
+
 def test_timeline_figure_has_a_lane_per_thread(shards):
     import matplotlib.pyplot as plt
 
@@ -173,9 +206,12 @@ def test_benchmark_writes_every_variant(tmp_path):
 
 
 def test_widget_runs_headless(shards):
-    w = data.pipeline_widget(shards, ["naive", "prefetch"], latency=FAST, repeats=1)
-    result = w.run(record_ms=FAST.record_s * 1e3 * 2)
-    assert result.names == ["naive", "prefetch"]
+    w = data.pipeline_widget(shards, ["naive", "prefetch"], latency=FAST, step_ms=1, repeats=1)
+    assert w.sizes["step_ms"] == [0, 1, 2]
+    result = w.run(record_ms=FAST.record_s * 1e3 * 2, step_ms=2)
+    assert result.names == ["naive", "prefetch"] and result.params["step_ms"] == 2
+    with pytest.raises(ValueError, match="step_ms"):
+        data.pipeline_widget(shards, latency=FAST, step_ms=-1)
 
 
 def test_bad_input_is_named():
@@ -202,11 +238,35 @@ def test_shuffle_buffer_bounds_how_early_an_element_can_come_out():
         data.shuffle_order(10, 0)
 
 
-def test_model_trains_on_the_pipeline_and_diagnosis_names_the_bound(shards):
+def test_model_trains_on_the_pipeline_and_the_epoch_is_accounted_for(shards):
     model = data.make_model(shards.features, shards.classes, hidden=8, depth=1)
     ds = data.pipeline(shards, "interleave", latency=FAST, batch_size=10, threads=4)
-    diagnosis = data.diagnose(model, ds, shards, batch_size=10, repeats=1)
+    diagnosis = data.diagnose(model, ds, shards, batch_size=10, repeats=2)
     assert diagnosis.comparison.names == ["input only", "compute only", "training"]
-    assert diagnosis.bound in ("input", "compute")
-    assert 0.0 <= diagnosis.overlap <= 1.0
-    assert "bound" in repr(diagnosis)
+    assert set(diagnosis.epochs) == {"compute only", "training"}
+    for name, epoch in diagnosis.epochs.items():
+        assert epoch["steps"] == 3, "30 records in batches of 10"
+        whole = sum(epoch[p] for p in data.EPOCH_PARTS)
+        assert all(epoch[p] >= 0 for p in data.EPOCH_PARTS)
+        assert whole <= max(diagnosis.comparison[name].times_s) + 1e-3, "the parts are inside the timed epoch"
+    assert diagnosis.unexplained_s == pytest.approx(diagnosis.training_s - diagnosis.input_s - diagnosis.compute_s)
+    text = str(diagnosis.verdicts())
+    assert "part by part" in text and "whole epoch" in diagnosis.table()
+
+
+def _diagnosis(input_ms, compute_ms, training_ms):
+    from course_lib import bench
+    timings = [bench.Timing(n, t / 1e3, [t / 1e3] * 3, 1) for n, t in
+               (("input only", input_ms), ("compute only", compute_ms), ("training", training_ms))]
+    return data.Diagnosis(bench.Comparison(timings, baseline="training"))
+
+
+def test_diagnosis_reports_time_beyond_input_plus_compute_without_clipping():
+    slow = _diagnosis(100, 50, 300)
+    assert slow.unexplained_s == pytest.approx(0.15) and slow.overlap == pytest.approx(-3.0)
+    assert slow.bound == "neither" and "150 ms more than input and compute together" in str(slow.verdicts())
+    hidden = _diagnosis(100, 50, 125)
+    assert hidden.overlap == pytest.approx(0.5) and hidden.bound == "input"
+    assert "50% of the shorter half" in str(hidden.verdicts())
+    assert _diagnosis(40, 100, 100).bound == "compute"
+    assert "hidden completely" in str(_diagnosis(40, 100, 90).verdicts())
