@@ -60,6 +60,7 @@ class SpeedupWidget:
         self.title = title
         self.repeats = repeats
         self.result: bench.Comparison | None = None
+        self.timed: dict[str, Callable[[], Any]] = {}  # the last run's callables, to inspect what they did
         self._build_controls()
 
     # -- validation ---------------------------------------------------------------
@@ -147,6 +148,7 @@ class SpeedupWidget:
                 raise bench.BenchError(f"building variant {name!r} with {params} raised "
                                        f"{type(exc).__name__}: {exc}") from exc
 
+        self.timed = callables
         self.progress.max, self.progress.value, self.progress.description = len(names), 0, "running"
         self.button.disabled = True
         partial: list[bench.Timing] = []

@@ -26,6 +26,7 @@ def test_run_headless_returns_comparison_and_updates_display():
     assert result.names == ["sum", "len"]
     assert result.params == {"n": 1000}
     assert built == [("sum", 1000), ("len", 1000)]
+    assert list(w.timed) == ["sum", "len"] and w.timed["sum"]() == sum(range(1000))
     assert w.progress.value == 2 and w.progress.description == "done"
     assert "len" in w.table.value and "<table>" in w.table.value
     assert len(w.chart.outputs) == 1  # one figure, replaced as each variant finished
