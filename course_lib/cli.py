@@ -1,4 +1,4 @@
-"""The ``course`` command: lectures, bench, exercises, doctor."""
+"""The ``course`` command: lectures, bench, exercises, check, doctor."""
 
 from __future__ import annotations
 
@@ -74,6 +74,18 @@ def _exercises(args) -> int:
     return 0
 
 
+def _check(args) -> int:
+    from course_lib import grading
+
+    try:
+        report = grading.grade_notebook(args.notebook)
+    except grading.GradingError as exc:
+        print(f"course check: {exc}", file=sys.stderr)
+        return 2
+    print(report.table())
+    return 0 if report.ok else 1
+
+
 def kernel_registered(name: str = "tf-perf-course") -> str | None:
     """The folder of the course's Jupyter kernel, or None when it is not registered."""
     from jupyter_client.kernelspec import KernelSpecManager
@@ -115,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ or check they are in sync")
     ex.add_argument("action", choices=["build", "check"])
 
+    chk = sub.add_parser("check", help="grade an exercise notebook (run in a scratch copy; exit 1 unless all pass)")
+    chk.add_argument("notebook", help="exercises/NN_topic.ipynb or your copy of it")
+
     doc = sub.add_parser("doctor", help="versions, CPU features, devices, kernel registration")
     doc.add_argument("--json", action="store_true")
 
@@ -127,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bench(args, rest)
     if args.command == "exercises":
         return _exercises(args)
+    if args.command == "check":
+        return _check(args)
     return _doctor(args)
 
 
