@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -115,16 +117,73 @@ def two_opt(tour, distances, max_moves: int | None = None) -> np.ndarray:
     return t
 
 
+def or_opt(tour, distances, neighbours: int = 10, max_moves: int | None = None) -> np.ndarray:
+    """Best-improvement or-opt: move a segment of 1 to 3 consecutive cities, kept or reversed,
+    between two other consecutive cities, until no such move helps or after ``max_moves``.
+
+    Candidate places are next to one of the ``neighbours`` nearest cities of either end of
+    the segment (where a shorter tour can come from), all scored at once with NumPy.
+    """
+    t = np.array(tour, dtype=np.int64)
+    d = np.asarray(distances, dtype=np.float64)
+    n = t.shape[0]
+    if not is_tour(t, d.shape[0]):
+        raise ValueError(f"or_opt needs a tour: a permutation of 0..{d.shape[0] - 1}")
+    if n < 5:
+        return t
+    k = min(neighbours, n - 1)
+    nearest = np.argsort(d + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :k]
+    # every (segment start i, length L, end e whose neighbour c we go next to, side, orientation)
+    i, length, end, c, side, flip = (a.ravel() for a in np.meshgrid(
+        np.arange(n), np.arange(1, 4), np.arange(2), np.arange(k), np.arange(2), np.arange(2), indexing="ij"))
+    moves = 0
+    while max_moves is None or moves < max_moves:
+        pos = np.empty(n, np.int64)
+        pos[t] = np.arange(n)
+        first, last = t[i], t[(i + length - 1) % n]
+        before, after = t[(i - 1) % n], t[(i + length) % n]
+        j = (pos[nearest[np.where(end == 0, first, last), c]] - side) % n  # insert between t[j], t[j+1]
+        x, y = np.where(flip == 1, last, first), np.where(flip == 1, first, last)
+        a, b = t[j], t[(j + 1) % n]
+        delta = (d[a, x] + d[y, b] - d[a, b]) - (d[before, first] + d[last, after] - d[before, after])
+        delta[(j - i + 1) % n <= length] = np.inf  # the place touches the segment
+        m = int(np.argmin(delta))
+        if delta[m] >= -1e-12:
+            break
+        rest = np.roll(t, -int(i[m]))
+        segment = rest[:length[m]][::-1] if flip[m] else rest[:length[m]]
+        cut = (int(j[m]) - int(i[m])) % n - length[m] + 1  # after t[j] within the rest
+        t = np.concatenate([rest[length[m]:][:cut], segment, rest[length[m]:][cut:]])
+        moves += 1
+    return t
+
+
+def local_search(tour, distances) -> np.ndarray:
+    """2-opt, then or-opt, again until neither shortens the tour: a 2-opt + or-opt local optimum."""
+    d = np.asarray(distances, dtype=np.float64)
+    t = two_opt(tour, d)
+    while True:
+        better = or_opt(t, d)
+        if tour_length(better, d) >= tour_length(t, d) - 1e-12:
+            return t
+        t = two_opt(better, d)
+
+
 def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 0.5,
-              selection=None) -> evo.Model:
+              selection=None, local_search: evo.ops.Op | None = None) -> evo.Model:
     """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
     move) of a share ``mutation_rate`` of the children, tour length to minimise, elitist
-    selection by default. Children left unmutated pass on their parents' good stretches intact."""
+    selection by default. Children left unmutated pass on their parents' good stretches intact.
+
+    ``local_search`` (e.g. ``evo.ops.TwoOpt()``) improves every child after mutation, inside the
+    same compiled generation: a memetic GA."""
     xy = np.asarray(coordinates)
     inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
     x = evo.ops.OrderCrossover()(inputs)
     x = evo.ops.InversionMutation(rate=mutation_rate)(x)
-    model = evo.Model(inputs, x, name="tsp")
+    if local_search is not None:
+        x = local_search(x)
+    model = evo.Model(inputs, x, name="tsp" if local_search is None else "memetic_tsp")
     model.compile(fitness=evo.fitness.TSP(coordinates=xy), selection=selection or evo.selection.Elitist(),
                   mode=mode, seed=seed)
     return model
@@ -171,6 +230,131 @@ def plot_tour(coordinates, tour, ax=None, title: str | None = None):
     ax.set_yticks([])
     if title:
         ax.set_title(title, fontsize=9)
+    return ax
+
+
+# -- time to quality ------------------------------------------------------------------------------
+
+@dataclass
+class Trace:
+    """The best tour length a method had found against wall time: ``seconds`` since it started
+    (building and compiling included), ``lengths`` the best so far at each point."""
+
+    method: str
+    seconds: list
+    lengths: list
+    tour: np.ndarray
+    work: str
+
+    def length_at(self, seconds: float) -> float:
+        """The best length found by ``seconds`` (inf before the first)."""
+        found = [length for t, length in zip(self.seconds, self.lengths) if t <= seconds]
+        return min(found, default=math.inf)
+
+    def time_to(self, length: float) -> float:
+        """When the best length first reached ``length`` (inf if never)."""
+        return next((t for t, found in zip(self.seconds, self.lengths) if found <= length), math.inf)
+
+
+def multi_start(distances, budget_s: float, *, starts: int | None = None, seed: int = 0,
+                start: str = "nearest") -> Trace:
+    """2-opt + or-opt descents (``local_search``) from new starting tours while time is left
+    (or ``starts`` of them): nearest-neighbour tours from random start cities, or random tours
+    (``start="random"``). A descent counts once it has finished within the budget."""
+    if start not in ("nearest", "random"):
+        raise ValueError(f"start must be 'nearest' or 'random', got {start!r}")
+    d = np.asarray(distances, dtype=np.float64)
+    n = d.shape[0]
+    rng = np.random.default_rng(seed)
+    cities_ = rng.permutation(n)
+    t0 = time.perf_counter()
+    seconds, lengths, best, descents = [], [], None, 0
+    while (starts is None or descents < starts) and (time.perf_counter() - t0 < budget_s or not descents):
+        first = (nearest_neighbour_tour(d, start=int(cities_[descents % n])) if start == "nearest"
+                 else rng.permutation(n))
+        tour = local_search(first, d)
+        elapsed = time.perf_counter() - t0
+        descents += 1
+        if elapsed > budget_s and starts is None:
+            break
+        if best is None or tour_length(tour, d) < tour_length(best, d):
+            best = tour
+        seconds.append(elapsed)
+        lengths.append(tour_length(best, d))
+    return Trace(f"{'nearest neighbour' if start == 'nearest' else 'random'} + 2-opt + or-opt (NumPy)",
+                 seconds, lengths, best, f"{len(seconds)} descents")
+
+
+class _Clock(evo.callbacks.Callback):
+    """Records (seconds, best length) after each chunk; stops the run when the budget is spent."""
+
+    def __init__(self, t0: float, budget_s: float):
+        self.t0, self.budget_s, self.seconds, self.lengths = t0, budget_s, [], []
+
+    def _record(self, run):
+        self.seconds.append(time.perf_counter() - self.t0)
+        self.lengths.append(run.best_fitness)
+        run.stop = run.stop or self.seconds[-1] >= self.budget_s
+
+    on_evolve_begin = on_chunk_end = _record
+
+
+def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 10) -> Trace:
+    """Run ``make_model()`` on ``population`` until the budget is spent (checked every ``chunk``
+    generations); the clock starts before the model is built, so compiling counts."""
+    t0 = time.perf_counter()
+    model = make_model()
+    clock = _Clock(t0, budget_s)
+    result = model.evolve(population, generations=10**7, chunk=chunk, callbacks=[clock])
+    return Trace(method, clock.seconds, clock.lengths, result.best,
+                 f"{result.generations} generations of {np.asarray(population).shape[0]}")
+
+
+def memetic_op(**options) -> evo.ops.Op:
+    """The local search of the memetic GA (``evo.ops.TwoOpt``) with this course's settings."""
+    return evo.ops.TwoOpt(**{"steps": 8, "candidates": 32, "moves": 4, "neighbours": 8, **options})
+
+
+def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512,
+                    memetic_population: int = 64, seed: int = 0, chunk: int = 10) -> dict:
+    """Tour length against wall time for three methods, one after the other, each for ``budget_s``:
+    multi-start nearest neighbour + 2-opt + or-opt in NumPy, the plain GA (``tsp_model``) and the
+    memetic GA (the same with ``memetic_op`` after mutation), both from random tours, XLA."""
+    xy = np.asarray(coordinates)
+    n = xy.shape[0]
+    traces = [multi_start(distance_matrix(xy), budget_s, seed=seed)]
+    traces.append(ga_trace("GA", lambda: tsp_model(xy, seed=seed), tour_population(ga_population, n, seed), budget_s, chunk))
+    traces.append(ga_trace("memetic GA", lambda: tsp_model(xy, seed=seed, local_search=memetic_op()),
+                           tour_population(memetic_population, n, seed), budget_s, chunk))
+    return {t.method: t for t in traces}
+
+
+def quality_table(traces: dict, budget_s: float) -> list[dict]:
+    """One row per method: its best length at the budget, how far above the shortest of all,
+    and when it first came within 1% of that shortest length."""
+    at = {name: t.length_at(budget_s) for name, t in traces.items()}
+    shortest = min(at.values())
+    return [{"method": name, "work": t.work, "length": at[name],
+             "% above shortest": round(100 * (at[name] / shortest - 1), 2),
+             "s to within 1%": round(t.time_to(1.01 * shortest), 2)}
+            for name, t in traces.items()]
+
+
+def plot_time_to_quality(runs: dict, ax=None):
+    """Best tour length against wall time, one panel per instance (``runs``: title -> traces)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(1, len(runs), figsize=(5 * len(runs), 3.4), squeeze=False)
+        ax = ax[0]
+    for panel, (title, traces) in zip(np.atleast_1d(ax), runs.items()):
+        for t in traces.values():
+            panel.step(t.seconds, t.lengths, where="post", marker=".", ms=3, label=t.method)
+        panel.set_xscale("log")
+        panel.set_xlabel("wall time, s (compile included)")
+        panel.set_ylabel("best tour length")
+        panel.set_title(title, fontsize=9)
+        panel.legend(fontsize=8)
     return ax
 
 

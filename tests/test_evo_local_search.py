@@ -1,0 +1,116 @@
+"""evo.ops.TwoOpt: the compiled 2-opt local search of the memetic GA."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import evo
+from course_lib.evo import applications as app
+from course_lib.evo import rng
+from course_lib.evo.ops.local_search import two_opt_delta, reverse_segments
+from course_lib.evo.rng import Rows
+
+N = 30
+
+
+@pytest.fixture(scope="module")
+def problem():
+    xy = app.cities("random", N, seed=4)
+    return xy, app.distance_matrix(xy), evo.fitness.TSP(coordinates=xy)
+
+
+def attached(fitness, **options):
+    op = evo.ops.TwoOpt(**options)
+    op.attach(fitness)
+    return op
+
+
+@pytest.mark.parametrize("neighbours", [5, None])
+def test_never_lengthens_and_keeps_tours(problem, neighbours):
+    xy, d, fitness = problem
+    tours = evo.population.permutations(16, N, seed=1).numpy()
+    out = attached(fitness, steps=6, candidates=16, moves=3, neighbours=neighbours)(tours, seed=2).numpy()
+    assert all(app.is_tour(t, N) for t in out)
+    before, after = app.tour_length(tours, d), app.tour_length(out, d)
+    assert (after <= before + 1e-9).all()
+    assert (after < before - 1e-3).all()  # random tours of 30 cities always have an improving move found
+
+
+def test_computed_change_equals_change_of_full_length(problem):
+    xy, d, fitness = problem
+    tours = evo.population.permutations(8, N, seed=3).numpy()
+    draw = np.random.default_rng(0)
+    u = draw.integers(0, N, (8, 12))
+    v = (u + 1 + draw.integers(0, N - 1, (8, 12))) % N
+    p, q = np.minimum(u, v).astype(np.int32), np.maximum(u, v).astype(np.int32)
+    delta = two_opt_delta(fitness.distances, tf.constant(tours, tf.int32), tf.constant(p), tf.constant(q)).numpy()
+    for b in range(8):
+        for k in range(12):
+            moved = reverse_segments(tf.constant(tours[b:b + 1], tf.int32), tf.constant(p[b:b + 1, k:k + 1]),
+                                     tf.constant(q[b:b + 1, k:k + 1]), tf.constant([[True]])).numpy()[0]
+            assert app.is_tour(moved, N)
+            change = app.tour_length(moved, d) - app.tour_length(tours[b], d)
+            assert delta[b, k] == pytest.approx(change, abs=1e-5)
+
+
+def test_batched_equals_unbatched_bit_for_bit_in_a_model(problem):
+    xy, d, _ = problem
+    start = app.tour_population(24, N, seed=5)
+    results = []
+    for batch in (None, 7):
+        model = app.tsp_model(xy, mode="graph", seed=3, local_search=evo.ops.TwoOpt(steps=3, candidates=8, moves=2))
+        results.append(model.evolve(start, generations=4, batch_size=batch))
+    np.testing.assert_array_equal(results[0].population, results[1].population)
+    assert results[0].best_fitness == results[1].best_fitness
+
+
+def test_rows_of_a_batch_equal_the_same_rows_of_the_whole(problem):
+    _, _, fitness = problem
+    op = attached(fitness, steps=4, candidates=8, moves=2)
+    tours = tf.constant(evo.population.permutations(12, N, seed=6).numpy())
+    key = rng.key(9)
+    whole = op.apply([tours], key, Rows.all(12)).numpy()
+    part = op.apply([tours], key, Rows(5, 4, 12)).numpy()
+    np.testing.assert_array_equal(part, whole[5:9])
+
+
+def test_a_two_opt_optimal_tour_is_returned_unchanged(problem):
+    xy, d, fitness = problem
+    optimal = np.stack([app.two_opt(t, d) for t in evo.population.permutations(4, N, seed=7).numpy()])
+    for neighbours in (5, None):
+        out = attached(fitness, steps=5, candidates=64, moves=4, neighbours=neighbours)(optimal).numpy()
+        np.testing.assert_array_equal(out, optimal)
+
+
+def test_memetic_ga_reaches_a_circle_optimum():
+    xy = app.cities("circle", 24, seed=1)
+    model = app.tsp_model(xy, mode="graph", local_search=app.memetic_op())
+    result = model.evolve(app.tour_population(16, 24, seed=0), generations=10)
+    assert result.best_fitness == pytest.approx(app.optimal_length("circle", 24), rel=1e-5)
+
+
+def test_clear_errors(problem):
+    xy, _, fitness = problem
+    tours = evo.population.permutations(4, N, seed=1).numpy()
+    with pytest.raises(ValueError, match="no distances.*attach"):
+        evo.ops.TwoOpt()(tours)
+    broken = tours.copy()
+    broken[2, 0] = broken[2, 1]
+    with pytest.raises(ValueError, match="row 2 is not"):
+        attached(fitness)(broken)
+    with pytest.raises(ValueError, match="needs the distances"):
+        evo.ops.TwoOpt().attach(evo.fitness.OneMax())
+    with pytest.raises(ValueError, match="distances for 30 cities"):
+        attached(fitness)(evo.population.permutations(4, 12, seed=0))
+    asymmetric = np.random.default_rng(0).uniform(1, 2, (6, 6))
+    with pytest.raises(ValueError, match="symmetric"):
+        evo.ops.TwoOpt().attach(evo.fitness.TSP(distances=asymmetric))
+    with pytest.raises(ValueError, match="moves .* cannot exceed candidates"):
+        evo.ops.TwoOpt(candidates=2, moves=3)
+    with pytest.raises(ValueError, match="steps must be a whole number"):
+        evo.ops.TwoOpt(steps=0)
+    inputs = evo.Input(shape=(N,), dtype="int32")
+    model = evo.Model(inputs, evo.ops.TwoOpt()(inputs))
+    with pytest.raises(ValueError, match="needs the distances"):
+        model.compile(fitness=evo.fitness.Function(lambda x: tf.reduce_sum(tf.cast(x, tf.float32), 1), maximize=False),
+                      selection=evo.selection.Elitist())
