@@ -13,6 +13,7 @@ import sys
 BENCHMARKS = {
     "ops": "course_lib.evo.benchmarks:bench_ops",
     "ga": "course_lib.evo.benchmarks:bench_ga",
+    "tsp": "course_lib.evo.benchmarks:bench_tsp",
     "ga-replicas": "course_lib.evo.distributed:bench_replicas",
     "eager-vs-graph": "course_lib.graphs:bench_eager_vs_graph",
     "gan": "course_lib.models.gan:bench_journey",

@@ -81,7 +81,7 @@ def numpy_rastrigin(population, generations: int, stddev: float, low: float, hig
 # -- the engine's models for the same problems ---------------------------------------------------
 
 
-def onemax_model(length: int, mode: str, seed: int = 0):
+def onemax_model(length: int, mode: str, seed: int = 0, pack="auto"):
     """The model of DESIGN.md's example: bit flip 1/L, uniform crossover, OneMax, tournament of 2."""
     from course_lib import evo
 
@@ -89,8 +89,38 @@ def onemax_model(length: int, mode: str, seed: int = 0):
     x = evo.ops.BitFlipMutation(rate=1 / length)(inputs)
     x = evo.ops.UniformCrossover()(x)
     model = evo.Model(inputs, x, name="onemax")
-    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode=mode, seed=seed)
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode=mode, seed=seed,
+                  pack=pack)
     return model
+
+
+def onemax_variants(generations: int, *, small_chunk: int = 1, memory_budget: int = 1 << 20,
+                    seed: int = 0) -> dict[str, Callable[..., Callable[[], object]]]:
+    """``SpeedupWidget`` builders (knobs ``population`` and ``genes``) for lectures 10 and 12.
+
+    Each timed call is a whole ``evolve`` of ``generations`` from the same random population, as
+    a user pays for it: "NumPy" is ``numpy_onemax``; "engine" is ``onemax_model`` with XLA (packed,
+    chunks of 64); the other variants change one thing each: ``small_chunk`` generations per compiled
+    call, no bit-packing, a ``memory_budget`` in bytes. Building a variant compiles nothing; its
+    first call does (reported apart).
+    """
+    from course_lib import evo
+
+    def population_of(population: int, genes: int):
+        return evo.population.random_integers((population, genes), 0, 2, seed=seed)
+
+    def numpy_ga(population: int, genes: int):
+        pop = population_of(population, genes).numpy()
+        return lambda: numpy_onemax(pop, generations, rate=1 / genes, seed=seed)[0]
+
+    def engine(pack="auto", **evolve_options):
+        def build(population: int, genes: int):
+            pop, model = population_of(population, genes), onemax_model(genes, "xla", seed=seed, pack=pack)
+            return lambda: model.evolve(pop, generations=generations, **evolve_options).population
+        return build
+
+    return {"NumPy": numpy_ga, "engine": engine(), f"engine, chunk={small_chunk}": engine(chunk=small_chunk),
+            "engine, unpacked": engine(pack=False), "engine, memory budget": engine(memory_budget=memory_budget)}
 
 
 RASTRIGIN = {"stddev": 0.1, "low": -5.12, "high": 5.12}
@@ -279,6 +309,60 @@ def bench_ga(argv: list[str]) -> int:
         print()
         results.append({"problem": name, "comparison": cmp.to_dict(), "gene_generations_per_s": rates,
                         "vs_numpy": {v: cmp.speedup(v) for v in rates}})
+    _write_json(args.json, {"machine": bench.machine(), "results": results})
+    print(f"wrote {args.json}")
+    return 0
+
+
+# -- time to quality on the travelling salesman ---------------------------------------------------
+
+
+def print_quality_table(rows: list[dict]) -> None:
+    """``applications.quality_table`` as text."""
+    print(f"{'method':44}{'work':>26}{'length':>10}{'% above':>9}{'s to 1%':>9}")
+    for r in rows:
+        print(f"{r['method']:44}{r['work']:>26}{r['length']:>10.4f}{r['% above shortest']:>8.2f}%"
+              f"{r['s to within 1%']:>9.2f}")
+
+
+def bench_tsp(argv: list[str]) -> int:
+    """Time to quality on random cities in the unit square: multi-start nearest neighbour + 2-opt +
+    or-opt (NumPy), the plain GA and the memetic GA (XLA, compile included), each for the same
+    wall-time budget, one after the other in one run. Up to 200 cities, also the best of 30
+    descents (the reference of issue 17's goal)."""
+    from course_lib.evo import applications as app
+
+    parser = argparse.ArgumentParser(prog="course bench tsp", description=bench_tsp.__doc__)
+    parser.add_argument("--cities", type=int, nargs="+", default=[100, 1000], help="instance sizes")
+    parser.add_argument("--budget", type=float, nargs="+", default=[15.0, 60.0],
+                        help="seconds per method, one per instance size (the last one repeats)")
+    parser.add_argument("--quick", action="store_true", help="100 cities, 5 s per method")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default="build/bench/tsp.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    sizes, budgets = ([100], [5.0]) if args.quick else (args.cities, args.budget)
+    if min(sizes) < 10 or min(budgets) <= 0:
+        parser.error("--cities must be >= 10 and --budget > 0")
+    print(f"TSP time to quality on {bench.machine_summary()}")
+    results = []
+    for k, n in enumerate(sizes):
+        budget = budgets[min(k, len(budgets) - 1)]
+        xy = app.cities("random", n, seed=args.seed)
+        traces = app.time_to_quality(xy, budget, seed=args.seed)
+        rows = app.quality_table(traces, budget)
+        print(f"\n{n} random cities, {budget:g} s per method")
+        print_quality_table(rows)
+        record = {"cities": n, "budget_s": budget, "table": rows,
+                  "traces": {name: {"seconds": t.seconds, "lengths": t.lengths, "work": t.work}
+                             for name, t in traces.items()}}
+        if n <= 200:
+            reference = app.multi_start(app.distance_matrix(xy), float("inf"), starts=30, seed=args.seed)
+            best = reference.lengths[-1]
+            record["best_of_30_descents"] = {"length": best, "seconds": reference.seconds[-1]}
+            print(f"best of 30 descents: {best:.4f} (in {reference.seconds[-1]:.1f} s)")
+            for name, t in traces.items():
+                print(f"  {name:44} {100 * (t.length_at(budget) / best - 1):+.2f}% against it")
+        results.append(record)
     _write_json(args.json, {"machine": bench.machine(), "results": results})
     print(f"wrote {args.json}")
     return 0
