@@ -18,6 +18,14 @@ def model():
     return G.GAN(seed=0)
 
 
+SMALL_FILE = 300  # images in the dataset file the tests reload (the lecture's has MNIST's 60,000)
+
+
+@pytest.fixture(scope="module")
+def file_images():
+    return G.load_dataset(G.dataset_file(8, SMALL_FILE))
+
+
 def _trainable(gan, network):
     return [v.numpy().copy() for v in getattr(gan, network).trainable_variables]
 
@@ -35,6 +43,29 @@ def test_upsampled_digits_keep_the_range():
     big = G.load_digits_images(28)
     assert big.shape == (1797, 28, 28, 1)
     assert big.min() >= -1.0 - 1e-6 and big.max() <= 1.0 + 1e-6
+
+
+def test_dataset_file_has_mnists_shape_and_is_written_once():
+    path = G.dataset_file(28, 50)
+    stamp = path.stat().st_mtime_ns
+    images = G.load_dataset(path)
+    assert images.shape == (50, 28, 28, 1) and images.dtype == np.float32
+    assert images.min() == -1.0 and images.max() == 1.0
+    assert G.dataset_file(28, 50) == path and path.stat().st_mtime_ns == stamp  # reused, not rewritten
+    np.testing.assert_array_equal(G.load_dataset(G.dataset_file(28, 50)), images)
+    assert not np.array_equal(images[0], images[1])  # drawn and shifted, not one digit repeated
+
+
+def test_dataset_file_refuses_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="n_images must be a whole number"):
+        G.dataset_file(8, 0)
+    with pytest.raises(FileNotFoundError, match="dataset_file"):
+        G.load_dataset(tmp_path / "none.npz")
+
+
+def test_reloading_fetches_from_the_file(file_images):
+    batch = G.fetch_real_batch_reloading(5, np.random.default_rng(3), 8, SMALL_FILE)
+    np.testing.assert_array_equal(batch, G.fetch_real_batch(file_images, 5, np.random.default_rng(3)))
 
 
 def test_unsupported_size_is_refused():
@@ -116,13 +147,13 @@ def test_clone_has_the_same_weights(model):
 
 
 def _run(key, gan, images, seed=5):
-    out = G.make_step(key, gan, batch=8, images=images, seed=seed)()
+    out = G.make_step(key, gan, batch=8, images=images, seed=seed, n_images=SMALL_FILE)()
     return float(out["g_loss"]), float(out["d_loss"]), gan.weights()
 
 
-def test_reloading_and_in_memory_steps_compute_the_same_step(images, model):
-    a = _run("reload", model.clone(), images)
-    b = _run("in_memory", model.clone(), images)
+def test_reloading_and_in_memory_steps_compute_the_same_step(file_images, model):
+    a = _run("reload", model.clone(), file_images)
+    b = _run("in_memory", model.clone(), file_images)
     assert a[:2] == b[:2]
     assert _max_diff(a[2], b[2]) == 0.0
 
@@ -152,44 +183,99 @@ def test_make_step_refuses_bad_input(model, images):
         G.make_step("fast", model)
     with pytest.raises(ValueError, match="batch must be a whole number"):
         G.make_step("tf_ops", model, batch=0)
-    with pytest.raises(RuntimeError, match="auto_jit_timing"):
+    with pytest.raises(RuntimeError, match="auto_clustering"):
         G.make_step("auto_jit", model)
-    with pytest.raises(ValueError, match="load_digits_images"):
+    with pytest.raises(ValueError, match="load_dataset"):
         G.make_step("in_memory", model, images=G.load_digits_images(16))
 
 
-def test_train_records_losses(model):
-    history = G.train(model.clone(), steps=5, batch=8, log_every=2)
+def test_train_records_losses(model, images):
+    history = G.train(model.clone(), steps=5, batch=8, log_every=2, images=images)
     assert history["step"] == [0, 2, 4]
     assert all(np.isfinite(history["g_loss"])) and all(np.isfinite(history["d_loss"]))
 
 
-def test_throughput_reads_timings_as_images_per_second():
-    result = G.throughput([("tf_function", 4), ("tf_function", 8)], repeats=2, study=[100, None])
+def test_throughput_reads_timings_as_images_per_second(images):
+    result = G.throughput([("tf_function", 4), ("tf_function", 8)], size=8, images=images, repeats=2)
     assert [r["batch"] for r in result.rows()] == [4, 8]
     assert [t.name for t in result.comparison.timings] == ["tf.function, batch 4", "tf.function, batch 8"]
     t = result.comparison.timings[1]
     assert result.images_per_s(1) == pytest.approx(16 / t.median_s)
-    assert result.rows()[0]["study, A100 (images/s)"] == "100"
+    assert result.gain(1, 0) == pytest.approx(result.images_per_s(1) / result.images_per_s(0))
     assert "images per step = 2 x batch" in result._repr_html_()
-    assert result.plot() is not None
 
 
-def test_throughput_refuses_an_empty_or_unknown_plan():
+def test_throughput_refuses_an_empty_unknown_or_out_of_process_plan():
     with pytest.raises(ValueError, match="plan is empty"):
         G.throughput([])
-    with pytest.raises(ValueError, match="unknown step 'warp'"):
+    with pytest.raises(ValueError, match="unknown or out-of-process step 'warp'"):
         G.throughput([("warp", 8)])
+    with pytest.raises(ValueError, match="auto_clustering"):
+        G.throughput([("auto_jit", 8)])
     with pytest.raises(ValueError, match="repeats a"):
-        G.throughput([("tf_function", 8), ("tf_function", 8)])
+        G.throughput([("tf_function", 8), ("tf_function", 8)], size=8)
 
 
-def test_python_profile_finds_the_data_reload(model):
-    profile = G.python_profile(G.make_step("reload", model.clone(), batch=4), calls=2)
+def test_journey_widget_times_the_steps_at_the_chosen_batch(model, images):
+    widget = G.journey_widget(model.clone(), images, batches=(4, 8), repeats=1, n_images=SMALL_FILE)
+    result = widget.run(variants=[G.STEPS["in_memory"], G.STEPS["tf_function"]], batch=8)
+    assert result.names == [G.STEPS["in_memory"], G.STEPS["tf_function"]] and result.params == {"batch": 8}
+    with pytest.raises(ValueError, match="cannot run in this process"):
+        G.step_variants(model, images, keys=("auto_jit",))
+
+
+def _timing(name, *times):
+    return bench.Timing(name=name, first_call_s=times[0], times_s=list(times), number=1)
+
+
+def _journey_inputs(auto=True):
+    S = G.STEPS
+    steps = bench.Comparison([_timing(S["reload"], 1.0, 1.0, 1.0, 1.0), _timing(S["in_memory"], 0.2, 0.2, 0.2, 0.2),
+                              _timing(S["tf_ops"], 0.19, 0.2, 0.21, 0.2), _timing(S["tf_function"], 0.02, 0.02, 0.02, 0.02)],
+                             baseline=S["reload"], params={"batch": 64})
+    batches = G.Throughput(bench.Comparison([_timing("a", 0.02, 0.02), _timing("b", 0.05, 0.05),
+                                             _timing("c", 0.025, 0.025)], baseline="a"),
+                           [("tf_function", 64), ("tf_function", 256), ("jit_compile", 256)])
+    auto = bench.Comparison([_timing(S["tf_function"], 0.05, 0.05), _timing(S["auto_jit"], 0.1, 0.1)],
+                            baseline=S["tf_function"]) if auto else None
+    return steps, batches, auto
+
+
+def test_journey_ratios_read_each_step_over_the_one_before():
+    ratios = G.journey_ratios(*_journey_inputs())
+    assert ratios.ratio("data loaded once") == pytest.approx(5.0)
+    assert ratios.ratio("one tf.function") == pytest.approx(10.0)
+    assert ratios.ratio("TF ops and tf.function together") == pytest.approx(10.0)
+    assert ratios.ratio("batch 64 -> 256 (the study: 64 -> 2048)") == pytest.approx(1.6)  # images/s, not time
+    assert ratios.ratio("XLA jit_compile") == pytest.approx(2.0)
+    assert ratios.ratio("XLA auto-clustering") == pytest.approx(0.5)
+    study = {r["step"]: r["study"] for r in ratios.rows}
+    assert study["data loaded once"] == pytest.approx(2200 / 237) and study["one tf.function"] is None
+    text = str(ratios.verdicts())
+    assert "TF ops, still eager: 1x on this machine (quartiles overlap: no measurable difference)" in text
+    assert "data loaded once: 5x on this machine; the study: 9.28x" in text
+    assert ratios.plot() is not None and "<table>" in ratios._repr_html_()
+    assert "XLA auto-clustering" not in [r["step"] for r in G.journey_ratios(*_journey_inputs(auto=False)).rows]
+    with pytest.raises(KeyError, match="no step 'warp'"):
+        ratios.ratio("warp")
+
+
+def test_journey_ratios_refuse_runs_that_do_not_match():
+    steps, batches, auto = _journey_inputs()
+    with pytest.raises(ValueError, match="steps lacks"):
+        G.journey_ratios(bench.Comparison(steps.timings[:2], baseline=steps.baseline), batches, auto)
+    wrong = G.Throughput(batches.comparison, [("tf_function", 64), ("jit_compile", 256), ("tf_function", 256)])
+    with pytest.raises(ValueError, match="batches must measure"):
+        G.journey_ratios(steps, wrong, auto)
+
+
+def test_python_profile_finds_the_data_reload(model, file_images):
+    profile = G.python_profile(G.make_step("reload", model.clone(), batch=4, images=file_images,
+                                           n_images=SMALL_FILE), calls=2, min_percent=0.0)
     names = [r["function"] for r in profile.rows]
     assert "course_lib.models.gan.fetch_real_batch_reloading" in names
-    assert "sklearn.datasets._base.load_digits" in names
-    assert 0.0 < profile.share("load_digits_images") < profile.share("step") <= 1.0
+    assert any(n.startswith("numpy.lib") for n in names)
+    assert 0.0 < profile.share("load_dataset") < profile.share("step") <= 1.0
     with pytest.raises(KeyError, match="no function 'nothing'"):
         profile.share("nothing")
 
@@ -202,10 +288,11 @@ def test_trace_steps_writes_a_profile_and_lists_ops(tmp_path, model, images):
     assert any("Conv2D" in op for op in ops)
 
 
-def test_auto_clustering_compiles_clusters_in_a_subprocess():
-    timing, compilations = G.auto_jit_timing(batch=4, repeats=1)
-    assert isinstance(timing, bench.Timing) and timing.median_s > 0
-    assert compilations >= 1
+def test_auto_clustering_runs_both_variants_in_fresh_processes():
+    c = G.auto_clustering(size=8, batch=4, repeats=1, n_images=SMALL_FILE)
+    assert c.names == [G.STEPS["tf_function"], G.STEPS["auto_jit"]] and c.baseline == G.STEPS["tf_function"]
+    assert c.params["compilations"][G.STEPS["tf_function"]] == 0
+    assert c.params["compilations"][G.STEPS["auto_jit"]] >= 1
 
 
 def test_image_grid_draws_and_refuses_wrong_shapes(images):
@@ -215,12 +302,14 @@ def test_image_grid_draws_and_refuses_wrong_shapes(images):
         G.image_grid(np.zeros((2, 2)))
 
 
-def test_course_bench_gan_writes_json(tmp_path):
+def test_course_bench_gan_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "gan.json"
-    assert G.bench_journey(["--batch", "4", "--big-batch", "8", "--repeats", "1", "--no-auto-jit",
-                            "--json", str(out)]) == 0
+    assert G.bench_journey(["--size", "8", "--images", str(SMALL_FILE), "--batch", "4", "--big-batch", "8",
+                            "--repeats", "1", "--no-auto-jit", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert [r["batch"] for r in data["rows"]] == [4, 4, 4, 4, 8, 8]
-    assert data["rows"][0]["study, A100 (images/s)"] == "237"
+    assert [r["batch"] for r in data["batches"]] == [4, 8, 8]
+    assert data["auto-clustering"] is None
+    assert [r["step"] for r in data["ratios"]][0] == "data loaded once"
+    assert "the study: 9.28x" in capsys.readouterr().out

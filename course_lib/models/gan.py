@@ -1,13 +1,18 @@
-"""A small DCGAN for scikit-learn's 8x8 digits, and the training-step journey of a published study.
+"""A small DCGAN on scikit-learn's digits, and the training-step journey of a published study.
 
 The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
 Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN on one A100 went from 237
-images/s, with the real batch reloaded from the dataset every step, to about 2,200 once the data
-was loaded once, about 18,000 with ``tf.function`` at batch 64, about 89,000 at batch 2048 and
-about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those figures,
-and only those, are the study's (``STUDY_IMAGES_PER_S``); everything else is measured here.
+images/s, with the whole training set read again from disk every step, to about 2,200 once the data
+was loaded once, about 18,000 with TensorFlow ops in one ``tf.function`` at batch 64, about 89,000 at
+batch 2048 and about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those
+figures, and only those, are the study's (``STUDY_IMAGES_PER_S``); they are compared with this machine
+only as step-to-step ratios (``journey_ratios``), never as rates on one axis.
 
-Each step of that journey is a function of one GAN built by ``make_step``. All of them run the
+The course's dataset has MNIST's shape: ``dataset_file`` writes 60,000 28x28 images, drawn from the 1,797
+bundled digits, upsampled and shifted, as one compressed file, so reloading it every step costs what the
+study's mistake cost (reading and decoding a training set), not a few milliseconds.
+
+Each step of the journey is a function of one GAN built by ``make_step``. All of them run the
 same training math (``update``: one forward pass, both networks updated); they differ in how the
 batch and the noise are produced and in how the step is executed, so given the same weights and
 the same batch they compute the same step. Images per step are counted as the study counted
@@ -34,6 +39,8 @@ from course_lib import bench, xla
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_DIR = ROOT / "build" / "profiles" / "06_gan"
+DATA_DIR = ROOT / "build" / "data" / "gan"
+MNIST_IMAGES = 60_000  # MNIST's training set, the size of the file the study's step reloaded
 
 SIZES = (8, 16, 28)
 REAL_LABEL = 0.9  # one-sided label smoothing: the discriminator is told "0.9 real", never certain
@@ -47,14 +54,13 @@ STEPS = {
     "auto_jit": "XLA auto-clustering",
 }
 
-# The journey as (step, which batch size): the study's order, with the two steps it did not
-# separate (TF ops without tf.function, and jit_compile=True) in between.
-JOURNEY = (("reload", "batch"), ("in_memory", "batch"), ("tf_ops", "batch"), ("tf_function", "batch"),
-           ("tf_function", "big_batch"), ("jit_compile", "big_batch"), ("auto_jit", "big_batch"))
+# The steps measured in one process at one batch size (auto-clustering needs its own process).
+IN_PROCESS = ("reload", "in_memory", "tf_ops", "tf_function", "jit_compile")
 
 # Images/s on one A100 reported by the study (batch 64, then 2048 from the large-batch step on).
 STUDY_IMAGES_PER_S = {("reload", "batch"): 237, ("in_memory", "batch"): 2_200, ("tf_function", "batch"): 18_000,
                       ("tf_function", "big_batch"): 89_000, ("auto_jit", "big_batch"): 101_000}
+STUDY_BIG_BATCH = 2048
 
 
 def _check_size(size: int) -> None:
@@ -90,9 +96,50 @@ def fetch_real_batch(images: np.ndarray, batch: int, rng: np.random.Generator) -
     return images[rng.integers(0, len(images), batch)]
 
 
-def fetch_real_batch_reloading(batch: int, rng: np.random.Generator, size: int = 8) -> np.ndarray:
-    """The study's mistake: load and scale the whole dataset again to draw one batch."""
-    return fetch_real_batch(load_digits_images(size), batch, rng)
+def dataset_file(size: int = 28, n_images: int = MNIST_IMAGES, seed: int = 0) -> Path:
+    """An MNIST-shaped training set as one compressed file under build/data/gan/, written on first use.
+
+    ``n_images`` digits drawn from the 1,797 (seeded), upsampled to ``size``, each shifted by up to two
+    pixels, stored as uint8 pixels in a compressed ``.npz`` (the format of Keras' ``mnist.npz``). Reading
+    it back (``load_dataset``) is the work the study's step repeated every time.
+    """
+    _check_size(size)
+    if not isinstance(n_images, (int, np.integer)) or n_images < 1:
+        raise ValueError(f"n_images must be a whole number >= 1, got {n_images!r}")
+    path = DATA_DIR / f"digits{size}-{n_images}-seed{seed}.npz"
+    if path.exists():
+        return path
+    digits = load_digits_images(size)[..., 0]
+    rng = np.random.default_rng(seed)
+    pick, shifts = rng.integers(0, len(digits), n_images), rng.integers(-2, 3, (n_images, 2))
+    padded = np.pad(digits, ((0, 0), (2, 2), (2, 2)), constant_values=-1.0)
+    pixels = np.empty((n_images, size, size), np.uint8)
+    for dy in range(-2, 3):
+        for dx in range(-2, 3):
+            chosen = (shifts[:, 0] == dy) & (shifts[:, 1] == dx)
+            crop = padded[pick[chosen], 2 + dy:2 + dy + size, 2 + dx:2 + dx + size]
+            pixels[chosen] = np.round((crop + 1.0) * 127.5).clip(0, 255)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.npz")  # renamed when complete: readers never see half
+    np.savez_compressed(tmp, images=pixels)
+    os.replace(tmp, path)
+    return path
+
+
+def load_dataset(path: str | os.PathLike) -> np.ndarray:
+    """Read and decode a file written by ``dataset_file``: float32 ``(N, size, size, 1)`` in [-1, 1]."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no dataset at {path.name}; create it with dataset_file(size, n_images)")
+    with np.load(path) as data:
+        pixels = data["images"]
+    return (pixels.astype(np.float32) / 127.5 - 1.0)[..., None]
+
+
+def fetch_real_batch_reloading(batch: int, rng: np.random.Generator, size: int = 8,
+                               n_images: int = MNIST_IMAGES) -> np.ndarray:
+    """The study's mistake: read and decode the whole training set from disk again to draw one batch."""
+    return fetch_real_batch(load_dataset(dataset_file(size, n_images)), batch, rng)
 
 
 # -- Models -----------------------------------------------------------------------------------------
@@ -212,15 +259,16 @@ def update(gan: GAN, real, z, labels, train: Sequence[str] = NETWORKS) -> dict:
 
 
 def make_step(key: str, gan: GAN, *, batch: int = 64, images: np.ndarray | None = None,
-              seed: int = 0) -> Callable[[], dict]:
+              seed: int = 0, n_images: int = MNIST_IMAGES) -> Callable[[], dict]:
     """One training step of the journey as a zero-argument function returning the two losses.
 
-    ``reload``: eager; every step reloads the dataset and uses NumPy for the batch, the noise and
-    the labels. ``in_memory``: the same with the dataset loaded once. ``tf_ops``: eager, the data a
+    ``reload``: eager; every step reads and decodes the dataset file (``dataset_file(gan.size,
+    n_images)``) and uses NumPy for the batch, the noise and the labels. ``in_memory``: the same with
+    ``images`` in memory (that file, loaded once, by default). ``tf_ops``: eager, the data a
     tensor, indices and noise from a ``tf.random.Generator``, labels from TF ops. ``tf_function``:
     that whole step (sampling and both updates) as one ``tf.function``. ``jit_compile``: the same
     compiled by XLA. ``auto_jit``: the plain tf.function, which TensorFlow auto-clusters only in a
-    process started with ``TF_XLA_FLAGS`` (see ``auto_jit_timing``).
+    process started with ``TF_XLA_FLAGS`` (see ``auto_clustering``).
 
     The NumPy steps draw from ``np.random.default_rng(seed)``, the TF steps from
     ``tf.random.Generator.from_seed(seed)``: same seed, same batches within each family, except
@@ -232,20 +280,20 @@ def make_step(key: str, gan: GAN, *, batch: int = 64, images: np.ndarray | None 
     _check_batch(batch)
     if key == "auto_jit" and "--tf_xla_auto_jit" not in os.environ.get("TF_XLA_FLAGS", ""):
         raise RuntimeError("auto-clustering is switched on by TF_XLA_FLAGS before TensorFlow starts, and this "
-                           "process started without it; measure it with auto_jit_timing(), which runs the "
+                           "process started without it; measure it with auto_clustering(), which runs the "
                            f"step in a fresh process with TF_XLA_FLAGS={xla.AUTO_JIT_FLAGS!r}")
     rng = np.random.default_rng(seed)
     if key == "reload":
         def step():
-            real = fetch_real_batch_reloading(batch, rng, gan.size)
+            real = fetch_real_batch_reloading(batch, rng, gan.size, n_images)
             z = rng.uniform(-1, 1, (batch, gan.latent_dim)).astype(np.float32)
             return update(gan, real, z, numpy_labels(batch))
         return step
 
-    images = load_digits_images(gan.size) if images is None else images
+    images = load_dataset(dataset_file(gan.size, n_images)) if images is None else images
     if images.shape[1:] != (gan.size, gan.size, 1):
         raise ValueError(f"images have shape {images.shape[1:]} per image but the GAN makes "
-                         f"{(gan.size, gan.size, 1)}; load them with load_digits_images({gan.size})")
+                         f"{(gan.size, gan.size, 1)}; load them with load_dataset(dataset_file({gan.size}))")
     if key == "in_memory":
         def step():
             real = fetch_real_batch(images, batch, rng)
@@ -280,133 +328,241 @@ def train(gan: GAN, steps: int = 300, *, batch: int = 64, seed: int = 0, images:
     return history
 
 
-# -- Throughput across the journey ----------------------------------------------------------------
+# -- The journey, measured ------------------------------------------------------------------------
+
+def step_variants(gan: GAN, images: np.ndarray, *, keys: Sequence[str] = IN_PROCESS, seed: int = 0,
+                  n_images: int = MNIST_IMAGES) -> dict[str, Callable[..., Callable[[], dict]]]:
+    """Builders for ``SpeedupWidget``: each step of ``keys`` on ``gan``, built for the widget's ``batch``."""
+    for key in keys:
+        if key not in IN_PROCESS:
+            raise ValueError(f"step {key!r} cannot run in this process; choose from: {', '.join(IN_PROCESS)}")
+
+    def builder(key: str):
+        def build(batch: int = 64):
+            return make_step(key, gan, batch=batch, images=images, seed=seed, n_images=n_images)
+        return build
+
+    return {STEPS[key]: builder(key) for key in keys}
+
+
+def journey_widget(gan: GAN, images: np.ndarray, *, batches: Sequence[int] = (64, 256), repeats: int = 5,
+                   seed: int = 0, n_images: int = MNIST_IMAGES):
+    """The live widget over the in-process steps of the journey: time per step at one batch size each run."""
+    from course_lib.widgets import SpeedupWidget
+
+    return SpeedupWidget(step_variants(gan, images, seed=seed, n_images=n_images), sizes={"batch": list(batches)},
+                         baseline=STEPS["reload"], repeats=repeats,
+                         title=f"GAN training step, {gan.size}x{gan.size} images")
+
 
 @dataclass
 class Throughput:
-    """Timings of training steps at their batch sizes, read as images per second."""
+    """Training steps at different batch sizes, measured in one run and read as images per second."""
 
     comparison: bench.Comparison
     plan: list[tuple[str, int]]  # (step key, batch) per timing
-    study: list[int | None] = field(default_factory=list)  # the study's images/s per row, where it has one
-    compilations: dict = field(default_factory=dict)  # XLA clusters compiled, per auto-clustered row
 
     def images_per_s(self, index: int) -> float:
         _, batch = self.plan[index]
         return 2 * batch / self.comparison.timings[index].median_s
 
+    def gain(self, to: int, over: int = 0) -> float:
+        """Images/s of row ``to`` over row ``over``: a ratio of throughputs, fair across batch sizes."""
+        return self.images_per_s(to) / self.images_per_s(over)
+
     def rows(self) -> list[dict]:
-        base = self.images_per_s(0)
         out = []
         for i, (t, (_, batch)) in enumerate(zip(self.comparison.timings, self.plan)):
             lo, hi = t.spread_s
-            study = self.study[i] if i < len(self.study) else None
             out.append({"step": t.name, "batch": batch, "ms per step": t.median_s * 1e3,
                         "spread (ms)": f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", "images/s": round(self.images_per_s(i)),
-                        "x first row": self.images_per_s(i) / base,
-                        "study, A100 (images/s)": f"{study:,}" if study else ""})
+                        "x first row": self.gain(i)})
         return out
 
     def _repr_html_(self) -> str:
         caption = f"<p><b>{html.escape(self.comparison.title)}</b></p>" if self.comparison.title else ""
-        return (caption + bench.table(self.rows()) +
-                f"<p><small>images per step = 2 x batch; study: ALCF profiling workshop, MNIST GAN on one "
-                f"A100; {html.escape(bench.machine_summary(self.comparison.machine))}</small></p>")
+        return (caption + bench.table(self.rows()) + f"<p><small>images per step = 2 x batch; "
+                f"{html.escape(bench.machine_summary(self.comparison.machine))}</small></p>")
 
     def __repr__(self) -> str:
         lines = [self.comparison.title] if self.comparison.title else []
         for r in self.rows():
             lines.append(f"{r['step']:<24} batch {r['batch']:>5}  {r['ms per step']:9.3g} ms  "
-                         f"{r['images/s']:10,.0f} images/s  {r['x first row']:7.1f}x  study {r['study, A100 (images/s)']}")
+                         f"{r['images/s']:10,.0f} images/s  {r['x first row']:7.2f}x")
         lines.append(bench.machine_summary(self.comparison.machine))
         return "\n".join(lines)
 
-    def plot(self, ax=None):
-        """Images/s per step on a log scale; the study's A100 figures as grey bars beside ours."""
-        import matplotlib.pyplot as plt
 
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 0.45 * len(self.plan) + 1.2), layout="constrained")
-        labels = [t.name if "batch" in t.name else f"{t.name}, batch {b}"
-                  for t, (_, b) in zip(self.comparison.timings, self.plan)]
-        ours = [self.images_per_s(i) for i in range(len(self.plan))]
-        y = np.arange(len(labels))
-        has_study = any(self.study)
-        height = 0.4 if has_study else 0.8
-        ax.barh(y - (height / 2 if has_study else 0), ours, height=height, color="#1f77b4", label="this machine")
-        for yi, v in zip(y, ours):
-            ax.annotate(f"{v:,.0f}", (v, yi - (height / 2 if has_study else 0)), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize="small")
-        if has_study:
-            study = [v or 0 for v in self.study] + [0] * (len(labels) - len(self.study))
-            ax.barh(y + height / 2, study, height=height, color="#bbbbbb",
-                    label="study: one A100,\nbatch 64, then 2048")
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-        ax.set_yticks(y, labels)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("images/s (log scale)")
-        if self.comparison.title:
-            ax.set_title(self.comparison.title)
-        return ax
-
-
-def throughput(plan: Sequence[tuple[str, int]], *, size: int = 8, repeats: int = 5, seed: int = 0,
-               title: str = "", study: Sequence[int | None] = ()) -> Throughput:
-    """Measure each ``(step key, batch)`` of ``plan`` on one GAN with ``bench``; ``auto_jit`` runs in a
-    subprocess started with the auto-clustering flags (its timing is from that process)."""
+def throughput(plan: Sequence[tuple[str, int]], *, gan: GAN | None = None, images: np.ndarray | None = None,
+               size: int = 28, repeats: int = 5, seed: int = 0, n_images: int = MNIST_IMAGES,
+               title: str = "") -> Throughput:
+    """Measure each in-process ``(step key, batch)`` of ``plan`` in one ``bench.compare`` on one GAN."""
     if not plan:
         raise ValueError("plan is empty: give (step, batch) pairs, e.g. [('tf_function', 64)]")
     for key, batch in plan:
-        if key not in STEPS:
-            raise ValueError(f"unknown step {key!r} in plan; choose from: {', '.join(STEPS)}")
+        if key not in IN_PROCESS:
+            raise ValueError(f"unknown or out-of-process step {key!r} in plan; choose from: {', '.join(IN_PROCESS)}"
+                             " (auto-clustering: auto_clustering())")
         _check_batch(batch)
     if len(set(plan)) != len(plan):
         raise ValueError("plan repeats a (step, batch) pair; each would be measured under the same name")
-    gan = GAN(size=size, seed=seed)
-    images = load_digits_images(size)
+    gan = GAN(size=size, seed=seed) if gan is None else gan
     names = [STEPS[key] if [k for k, _ in plan].count(key) == 1 else f"{STEPS[key]}, batch {batch}"
              for key, batch in plan]
-    in_process = {name: make_step(key, gan, batch=batch, images=images, seed=seed)
-                  for name, (key, batch) in zip(names, plan) if key != "auto_jit"}
-    measured = bench.compare(in_process, repeats=repeats, title=title) if in_process else None
-    timings, compilations = [], {}
-    for name, (key, batch) in zip(names, plan):
-        if key == "auto_jit":
-            timing, compilations[name] = auto_jit_timing(size=size, batch=batch, repeats=repeats, seed=seed)
-            timing.name = name
-            timings.append(timing)
-        else:
-            timings.append(measured[name])
-    comparison = bench.Comparison(timings, baseline=names[0], machine=bench.machine(), title=title,
-                                  params={"size": size, "plan": list(plan), "repeats": repeats})
-    return Throughput(comparison, list(plan), list(study), compilations)
+    steps = {name: make_step(key, gan, batch=batch, images=images, seed=seed, n_images=n_images)
+             for name, (key, batch) in zip(names, plan)}
+    comparison = bench.compare(steps, repeats=repeats, title=title,
+                               params={"size": gan.size, "plan": list(plan), "repeats": repeats})
+    return Throughput(comparison, list(plan))
 
 
-def journey(*, size: int = 8, batch: int = 64, big_batch: int = 512, repeats: int = 5, seed: int = 0,
-            auto_jit: bool = True) -> Throughput:
-    """The study's journey on this machine: each step of ``JOURNEY`` at ``batch`` or ``big_batch``."""
-    steps = [s for s in JOURNEY if auto_jit or s[0] != "auto_jit"]
-    plan = [(key, batch if which == "batch" else big_batch) for key, which in steps]
-    return throughput(plan, size=size, repeats=repeats, seed=seed,
-                      title=f"GAN training step by step ({size}x{size} digits)",
-                      study=[STUDY_IMAGES_PER_S.get(s) for s in steps])
-
-
-def auto_jit_worker(size: int, batch: int, repeats: int, seed: int) -> dict:
-    """Runs inside the auto-clustering subprocess: the step's timing and its XLA compilations."""
-    step = make_step("auto_jit", GAN(size=size, seed=seed), batch=batch, seed=seed)
-    timing, compilations = xla.measure_and_count(step, name=STEPS["auto_jit"], repeats=repeats)
+def step_worker(key: str, size: int, batch: int, repeats: int, seed: int, n_images: int) -> dict:
+    """Runs in a fresh process (``auto_clustering``): one step's timing and the XLA compilations it caused."""
+    step = make_step(key, GAN(size=size, seed=seed), batch=batch, seed=seed, n_images=n_images)
+    timing, compilations = xla.measure_and_count(step, name=STEPS[key], repeats=repeats)
     return {"timing": timing.to_dict(), "compilations": compilations}
 
 
-def auto_jit_timing(*, size: int = 8, batch: int = 512, repeats: int = 5, seed: int = 0,
-                    flags: str = xla.AUTO_JIT_FLAGS) -> tuple[bench.Timing, int]:
-    """The tf.function step in a fresh process started with ``TF_XLA_FLAGS=flags``: its timing, and how
-    many XLA clusters were compiled (0 means auto-clustering did nothing)."""
-    result = xla.run_with_flags("course_lib.models.gan:auto_jit_worker", flags, size=size, batch=batch,
-                                repeats=repeats, seed=seed)
-    return xla.timing_from_dict(result["timing"]), result["compilations"]
+def auto_clustering(*, size: int = 28, batch: int = 256, repeats: int = 5, rounds: int = 1, seed: int = 0,
+                    n_images: int = MNIST_IMAGES, flags: str = xla.AUTO_JIT_FLAGS) -> bench.Comparison:
+    """The plain tf.function step against the same step auto-clustered, each in fresh processes.
+
+    Auto-clustering is switched on when TensorFlow starts, so its step needs a process of its own; the
+    step it is compared with runs in a fresh process too, without the flags, and ``rounds`` alternate the
+    two (``xla.process_comparison``). ``params["compilations"]`` says how many XLA clusters each compiled.
+    """
+    dataset_file(size, n_images, seed)  # written once here, not by each process
+    return xla.process_comparison(
+        "course_lib.models.gan:step_worker",
+        {STEPS["tf_function"]: ("", {"key": "tf_function"}), STEPS["auto_jit"]: (flags, {"key": "auto_jit"})},
+        rounds=rounds, title=f"auto-clustering, batch {batch}, each variant in fresh processes",
+        size=size, batch=batch, repeats=repeats, seed=seed, n_images=n_images)
+
+
+def _study_gain(to: tuple[str, str], over: tuple[str, str]) -> float:
+    return STUDY_IMAGES_PER_S[to] / STUDY_IMAGES_PER_S[over]
+
+
+@dataclass
+class JourneyRatios:
+    """Each step of the journey as a ratio over the step before: this machine's, and the study's own.
+
+    A rate measured on two CPU cores and a rate measured on an A100 do not belong on one axis; how much
+    each change multiplied the throughput of the step before it does. Each ratio here comes from
+    variants measured in the same run (``source`` names it).
+    """
+
+    rows: list[dict]  # step, this machine, the study (or None), apart (None when not judged), source
+    machine: dict = field(default_factory=dict)
+
+    def ratio(self, step: str) -> float:
+        for r in self.rows:
+            if r["step"] == step:
+                return r["this machine"]
+        raise KeyError(f"no step {step!r}; have: {', '.join(r['step'] for r in self.rows)}")
+
+    def verdicts(self) -> bench.Verdicts:
+        """One sentence per step, read from the measurement and set beside the study's ratio."""
+        out = []
+        for r in self.rows:
+            here = bench.ratio_text(r["this machine"]) + " on this machine"
+            if r["apart"] is False:
+                here += " (quartiles overlap: no measurable difference)"
+            study = (f"the study: {bench.ratio_text(r['study'])}" if r["study"]
+                     else "the study did not measure this step on its own")
+            out.append(f"{r['step']}: {here}; {study}")
+        return bench.Verdicts(out)
+
+    def __repr__(self) -> str:
+        lines = [f"{r['step']:<44} {bench.ratio_text(r['this machine']):>8}   study "
+                 f"{bench.ratio_text(r['study']) if r['study'] else '-':>7}   ({r['source']})" for r in self.rows]
+        return "\n".join(["step (x the step before)" + " " * 21 + "here        study"] + lines
+                         + [bench.machine_summary(self.machine)])
+
+    def _repr_html_(self) -> str:
+        rows = [{"step": r["step"], "this machine (x the step before)": bench.ratio_text(r["this machine"]),
+                 "the study, A100 (x the step before)": bench.ratio_text(r["study"]) if r["study"] else "",
+                 "measured in": r["source"]} for r in self.rows]
+        return bench.table(rows) + f"<p><small>{html.escape(bench.machine_summary(self.machine))}</small></p>"
+
+    def plot(self, ax=None):
+        """Both ratios per step on one log axis, 1x marked: bars right of it are gains."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 0.5 * len(self.rows) + 1.2), layout="constrained")
+        y = np.arange(len(self.rows))
+        ours = [r["this machine"] for r in self.rows]
+        theirs = [r["study"] or np.nan for r in self.rows]
+        ax.barh(y - 0.2, ours, height=0.4, color="#1f77b4", label="this machine")
+        ax.barh(y + 0.2, theirs, height=0.4, color="#bbbbbb", label="the study (one A100)")
+        for yi, v in zip(y, ours):
+            ax.annotate(bench.ratio_text(v), (v, yi - 0.2), xytext=(4, 0), textcoords="offset points",
+                        va="center", fontsize="small")
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_yticks(y, [r["step"] for r in self.rows])
+        ax.invert_yaxis()
+        ax.set_xlabel("throughput over the step before (x, log scale)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+        return ax
+
+
+def journey_ratios(steps: bench.Comparison, batches: Throughput, auto: bench.Comparison | None = None) -> JourneyRatios:
+    """The step-to-step ratios from three runs: ``steps`` (the eager steps and tf.function at one batch),
+    ``batches`` (tf.function at two batch sizes, then jit_compile at the larger), ``auto`` (``auto_clustering``)."""
+    S = STEPS
+    need = [S["reload"], S["in_memory"], S["tf_ops"], S["tf_function"]]
+    missing = [n for n in need if n not in steps.names]
+    if missing:
+        raise ValueError(f"steps lacks {missing}; measure {need} at one batch size in one run")
+    if [k for k, _ in batches.plan] != ["tf_function", "tf_function", "jit_compile"]:
+        raise ValueError("batches must measure tf_function at the small and the big batch, then jit_compile "
+                         f"at the big one; got {batches.plan}")
+    small, big = batches.plan[0][1], batches.plan[1][1]
+
+    def row(step, ratio, study, apart, source):
+        return {"step": step, "this machine": ratio, "study": study, "apart": apart, "source": source}
+
+    eager = f"one run at batch {steps.params.get('batch', small)}"
+    rows = [
+        row("data loaded once", steps.speedup(S["in_memory"], S["reload"]),
+            _study_gain(("in_memory", "batch"), ("reload", "batch")), steps.apart(S["in_memory"], S["reload"]), eager),
+        row("TF ops, still eager", steps.speedup(S["tf_ops"], S["in_memory"]), None,
+            steps.apart(S["tf_ops"], S["in_memory"]), eager),
+        row("one tf.function", steps.speedup(S["tf_function"], S["tf_ops"]), None,
+            steps.apart(S["tf_function"], S["tf_ops"]), eager),
+        row("TF ops and tf.function together", steps.speedup(S["tf_function"], S["in_memory"]),
+            _study_gain(("tf_function", "batch"), ("in_memory", "batch")),
+            steps.apart(S["tf_function"], S["in_memory"]), eager),
+        row(f"batch {small} -> {big} (the study: 64 -> {STUDY_BIG_BATCH})", batches.gain(1, 0),
+            _study_gain(("tf_function", "big_batch"), ("tf_function", "batch")), None,
+            "one run, tf.function at both batch sizes"),
+        row("XLA jit_compile", batches.gain(2, 1), None,
+            batches.comparison.apart(batches.comparison.names[2], batches.comparison.names[1]),
+            f"the same run, batch {big}"),
+    ]
+    if auto is not None:
+        rows.append(row("XLA auto-clustering", auto.speedup(S["auto_jit"], S["tf_function"]),
+                        _study_gain(("auto_jit", "big_batch"), ("tf_function", "big_batch")),
+                        auto.apart(S["auto_jit"], S["tf_function"]), "fresh processes, interleaved"))
+    return JourneyRatios(rows, steps.machine or bench.machine())
+
+
+def journey(*, size: int = 28, batch: int = 64, big_batch: int = 256, repeats: int = 5, seed: int = 0,
+            auto_jit: bool = True, rounds: int = 1, n_images: int = MNIST_IMAGES) -> tuple:
+    """The whole journey on this machine, as ``course bench gan`` runs it: (steps, batches, auto, ratios)."""
+    gan = GAN(size=size, seed=seed)
+    images = load_dataset(dataset_file(size, n_images, seed))
+    keys = ("reload", "in_memory", "tf_ops", "tf_function")
+    steps = bench.compare({STEPS[k]: make_step(k, gan, batch=batch, images=images, seed=seed, n_images=n_images)
+                           for k in keys}, repeats=repeats, title=f"training step at batch {batch}",
+                          params={"batch": batch})
+    batches = throughput([("tf_function", batch), ("tf_function", big_batch), ("jit_compile", big_batch)],
+                         gan=gan, images=images, repeats=repeats, seed=seed, title="batch size and XLA")
+    auto = (auto_clustering(size=size, batch=big_batch, repeats=repeats, rounds=rounds, seed=seed,
+                            n_images=n_images) if auto_jit else None)
+    return steps, batches, auto, journey_ratios(steps, batches, auto)
 
 
 # -- Profiles ---------------------------------------------------------------------------------------
@@ -449,7 +605,7 @@ class PythonProfile:
 
 
 def python_profile(step: Callable[[], object], calls: int = 5,
-                   where: Sequence[str] = ("course_lib", "sklearn.datasets"),
+                   where: Sequence[str] = ("course_lib", "numpy.lib"),
                    min_percent: float = 0.5) -> PythonProfile:
     """cProfile ``calls`` steps (after one unprofiled call) and keep the functions whose module starts
     with one of ``where`` and that took at least ``min_percent`` of the time: the drill-down a line
@@ -519,19 +675,26 @@ def bench_journey(argv: list[str]) -> int:
     import json
 
     parser = argparse.ArgumentParser(prog="course bench gan", description=bench_journey.__doc__)
-    parser.add_argument("--size", type=int, default=8, choices=SIZES, help="image size (28 is MNIST's)")
+    parser.add_argument("--size", type=int, default=28, choices=SIZES, help="image size (28 is MNIST's)")
+    parser.add_argument("--images", type=int, default=MNIST_IMAGES, help="images in the dataset file the "
+                        "first step reloads (MNIST has 60,000)")
     parser.add_argument("--batch", type=int, default=64, help="batch of the eager and first tf.function steps")
     parser.add_argument("--big-batch", type=int, default=2048, help="batch of the later steps (the study's 2048)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per step")
-    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (a fresh process)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating fresh processes per auto-clustering variant")
+    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (fresh processes)")
     parser.add_argument("--json", default="build/bench/gan.json", help="where to write the results")
     args = parser.parse_args(argv)
-    result = journey(size=args.size, batch=args.batch, big_batch=args.big_batch, repeats=args.repeats,
-                     auto_jit=not args.no_auto_jit)
-    print(result)
+    steps, batches, auto, ratios = journey(size=args.size, batch=args.batch, big_batch=args.big_batch,
+                                           repeats=args.repeats, auto_jit=not args.no_auto_jit,
+                                           rounds=args.rounds, n_images=args.images)
+    for result in (steps, batches) + ((auto,) if auto is not None else ()):
+        print(result, end="\n\n")
+    print(ratios.verdicts())
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"rows": result.rows(), "comparison": result.comparison.to_dict(),
-                                "auto-clustering compilations": result.compilations}, indent=2, default=str) + "\n")
+    path.write_text(json.dumps({"steps": steps.to_dict(), "batches": batches.rows(),
+                                "auto-clustering": auto.to_dict() if auto is not None else None,
+                                "ratios": ratios.rows}, indent=2, default=str) + "\n")
     print(f"wrote {path}")
     return 0
