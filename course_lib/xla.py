@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ import tensorflow as tf
 from course_lib import bench
 
 AUTO_JIT_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+GRAPH, JIT, AUTO = "graph (tf.function)", "XLA (jit_compile=True)", "XLA auto-clustering"
 STAGES = ("hlo", "optimized_hlo")
 
 
@@ -58,6 +60,44 @@ def hlo(fn: Callable, *args, stage: str = "hlo") -> str:
 def _is_jit(fn) -> bool:
     """Whether ``fn`` is already a tf.function with jit_compile=True (kept as is, signature and all)."""
     return getattr(fn, "_jit_compile", False) is True
+
+
+@contextlib.contextmanager
+def native_log_held():
+    """Hold what TensorFlow's C++ runtime writes to standard error (file descriptor 2) during the block.
+
+    A failing XLA compilation logs a warning with the Python stack that created the op, file paths of the
+    machine included, before Python sees the exception; the yielded list receives that text instead.
+    """
+    held: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield held
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            held.append(sink.read().decode(errors="replace"))
+
+
+def compile_error(fn: Callable, *args) -> tf.errors.InvalidArgumentError | None:
+    """Call ``fn(*args)`` (a ``jit_compile`` function expected to fail): the error XLA raised, or None if it
+    compiled; TensorFlow's C++ log of the failure is held back (``native_log_held``)."""
+    with native_log_held():
+        try:
+            bench.force(fn(*args))
+        except tf.errors.InvalidArgumentError as err:
+            return err
+    return None
+
+
+def unsupported_ops(error: Exception) -> list[str]:
+    """The op types an XLA compile error names as having no XLA kernel."""
+    return sorted(set(re.findall(r"No registered '(\w+)' OpKernel for XLA", str(error))))
 
 
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.-]+)\s.*\{\s*$")
@@ -347,15 +387,47 @@ def workload_variants() -> dict[str, Callable[..., Callable]]:
             return lambda: fn(x)
         return build
 
-    return {"graph (tf.function)": builder(False), "XLA (jit_compile=True)": builder(True)}
+    return {GRAPH: builder(False), JIT: builder(True)}
 
 
-def speedup_widget(n_choices: Sequence[int] = (16, 10_000, 1_000_000), *, repeats: int = 5):
+def speedup_widget(n_choices: Sequence[int] = (16, 10_000, 1_000_000, 16_000_000), *, repeats: int = 5):
     """The live widget comparing graph and XLA on each workload and size."""
     from course_lib.widgets import SpeedupWidget
 
     return SpeedupWidget(workload_variants(), sizes={"workload": list(WORKLOADS), "n": list(n_choices)},
-                         baseline="graph (tf.function)", title="XLA vs graph on this CPU", repeats=repeats)
+                         baseline=GRAPH, title="XLA vs graph on this CPU", repeats=repeats)
+
+
+def cache_bytes() -> int | None:
+    """The largest CPU cache of this machine in bytes (the last level, usually), or None if unknown."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return max(sizes) if sizes else None
+
+
+CHAIN_OPS = 30  # elementwise ops in elementwise_chain: 6 x (3 multiplies, an add, a maximum)
+
+
+def fusion_rows(results: Mapping[int, bench.Comparison], *, ops: int = CHAIN_OPS) -> list[dict]:
+    """Graph against XLA on the elementwise chain at each size ``n``: whether the vector fits in the largest
+    cache, and the rate at which the unfused graph's kernels moved data (``ops`` kernels, each reading and
+    writing at least one vector of 4-byte floats), which says where that data came from."""
+    cache = cache_bytes()
+    rows = []
+    for n, comparison in sorted(results.items()):
+        graph = comparison[GRAPH].median_s
+        rows.append({"n": f"{n:,}", "vector (MB)": 4 * n / 2**20,
+                     "fits in the largest cache": "unknown" if cache is None else ("yes" if 4 * n <= cache else "no"),
+                     "graph (ms)": graph * 1e3, "XLA (ms)": comparison[JIT].median_s * 1e3,
+                     "XLA speedup": bench.ratio_text(comparison.speedup(JIT)),
+                     "graph's kernels moved (GB/s)": ops * 8 * n / graph / 1e9})
+    return rows
 
 
 def break_even_calls(comparison: bench.Comparison, variant: str, over: str | None = None) -> float:
@@ -393,35 +465,59 @@ def timing_from_dict(d: Mapping) -> bench.Timing:
                         number=d["number"])
 
 
-def auto_clustered_worker(workload: str, n: int, repeats: int = 5) -> dict:
-    """Runs inside ``run_with_flags``: a plain tf.function of the workload (auto-clustered when the
-    process started with the flags), its timing and its XLA compilations."""
-    fn = tf.function(_workload(workload))
+def process_comparison(target: str, variants: Mapping[str, tuple[str, Mapping]], *, rounds: int = 1,
+                       title: str = "", timeout: float = 600, **kwargs) -> bench.Comparison:
+    """Compare variants that each run in a fresh process: ``name -> (TF_XLA_FLAGS, extra kwargs)``.
+
+    When one variant needs its own process (auto-clustering is set when TensorFlow starts), the variants it
+    is compared with run in fresh processes too, so no ratio sets a child process against the notebook's
+    warm one. ``target`` is a ``module:function`` returning ``{"timing": Timing.to_dict(), "compilations":
+    int}``; ``rounds`` run every variant once in turn (A, B, A, B, ...), so a machine that slows down hits
+    all variants alike, and each variant's timed repeats are pooled. The baseline is the first variant.
+    """
+    if not variants:
+        raise ValueError("process_comparison needs at least one variant: {name: (flags, kwargs)}")
+    if not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a whole number >= 1, got {rounds!r}")
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    firsts: dict[str, list[float]] = {name: [] for name in variants}
+    compilations: dict[str, list[int]] = {name: [] for name in variants}
+    number: dict[str, int] = {}
+    for _ in range(rounds):
+        for name, (flags, extra) in variants.items():
+            result = run_with_flags(target, flags, timeout=timeout, **kwargs, **dict(extra))
+            timing = timing_from_dict(result["timing"])
+            times[name] += timing.times_s
+            firsts[name].append(timing.first_call_s)
+            compilations[name].append(result["compilations"])
+            number.setdefault(name, timing.number)
+    timings = [bench.Timing(name, statistics.median(firsts[name]), times[name], number[name]) for name in variants]
+    params = {**kwargs, "rounds": rounds, "TF_XLA_FLAGS": {n: f for n, (f, _) in variants.items()},
+              "compilations": {n: max(c) for n, c in compilations.items()}}
+    return bench.Comparison(timings, baseline=next(iter(variants)), machine=bench.machine(), title=title,
+                            params=params)
+
+
+def auto_clustered_worker(workload: str, n: int, repeats: int = 5, jit_compile: bool = False) -> dict:
+    """Runs in a fresh process: a tf.function of the workload (auto-clustered when the process started with
+    the flags, or ``jit_compile``), its timing and the XLA compilations it caused."""
+    fn = tf.function(_workload(workload), jit_compile=True if jit_compile else None)
     x = workload_input(n)
-    timing, compilations = measure_and_count(lambda: fn(x), name="auto-clustering", repeats=repeats)
+    timing, compilations = measure_and_count(lambda: fn(x), name=workload, repeats=repeats)
     return {"timing": timing.to_dict(), "compilations": compilations}
 
 
 def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repeats: int = 5,
-                flags: str = AUTO_JIT_FLAGS, auto: bool = True) -> bench.Comparison:
-    """Graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering in a subprocess, on one
-    workload. ``params`` of the result records how many XLA compilations each XLA variant caused.
-    """
-    variants = workload_variants()
-    graph = bench.measure(variants["graph (tf.function)"](workload, n), name="graph (tf.function)",
-                          repeats=repeats)
-    jitted, jit_compiles = measure_and_count(variants["XLA (jit_compile=True)"](workload, n),
-                                             name="XLA (jit_compile=True)", repeats=repeats)
-    timings = [graph, jitted]
-    params = {"workload": workload, "n": n, "compilations with jit_compile": jit_compiles}
+                flags: str = AUTO_JIT_FLAGS, auto: bool = True, rounds: int = 1) -> bench.Comparison:
+    """The plain graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering on one workload,
+    each in fresh processes, ``rounds`` times in turn (``process_comparison``); ``params["compilations"]``
+    holds how many XLA executables each variant compiled."""
+    variants = {GRAPH: ("", {}), JIT: ("", {"jit_compile": True})}
     if auto:
-        result = run_with_flags("course_lib.xla:auto_clustered_worker", flags, workload=workload, n=n,
-                                repeats=repeats)
-        timings.append(timing_from_dict(result["timing"]))
-        timings[-1].name = "XLA auto-clustering (subprocess)"
-        params.update({"TF_XLA_FLAGS": flags, "compilations with auto-clustering": result["compilations"]})
-    return bench.Comparison(timings, baseline="graph (tf.function)", machine=bench.machine(),
-                            title=f"jit_compile vs auto-clustering: {workload}, n={n:,}", params=params)
+        variants[AUTO] = (flags, {})
+    return process_comparison("course_lib.xla:auto_clustered_worker", variants, rounds=rounds,
+                              title=f"graph, jit_compile and auto-clustering: {workload}, n={n:,}, "
+                                    f"fresh processes", workload=workload, n=n, repeats=repeats)
 
 
 def _main(argv: list[str]) -> int:
@@ -447,10 +543,11 @@ def bench_xla(argv: list[str]) -> int:
     parser.add_argument("--n", type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering")
     parser.add_argument("--sizes", default="16,10000,1000000", help="comma-separated sizes for the workloads")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per variant")
-    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (a fresh process)")
+    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating fresh processes per variant")
     parser.add_argument("--json", default="build/bench/xla.json", help="where to write the results")
     args = parser.parse_args(argv)
-    results = [jit_vs_auto(n=args.n, repeats=args.repeats, auto=not args.no_auto_jit)]
+    results = [jit_vs_auto(n=args.n, repeats=args.repeats, auto=not args.no_auto_jit, rounds=args.rounds)]
     for workload in WORKLOADS:
         for n in (int(s) for s in args.sizes.split(",")):
             results.append(bench.compare({name: build(workload, n) for name, build in workload_variants().items()},
