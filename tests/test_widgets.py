@@ -100,3 +100,17 @@ def test_failed_run_shows_error_and_what_to_do_in_the_widget(tmp_path):
     shard.write_text("data")
     w.button.click()
     assert w.status.value == "" and w.progress.description == "done" and w.result is not first
+
+
+def test_onemax_variants_build_what_lectures_10_and_12_time():
+    """The lecture widgets' GA builders evolve the requested shape; an engine variant changes the speed only."""
+    import numpy as np
+
+    from course_lib.evo import benchmarks
+
+    variants = benchmarks.onemax_variants(3, small_chunk=1, memory_budget=4096, seed=0)
+    assert list(variants) == ["NumPy", "engine", "engine, chunk=1", "engine, unpacked", "engine, memory budget"]
+    timed = ["NumPy", "engine", "engine, chunk=1"]  # each engine variant compiles: two keep the test short
+    results = {name: np.asarray(variants[name](population=48, genes=40)()) for name in timed}
+    assert all(r.shape == (48, 40) and set(np.unique(r)) <= {0, 1} for r in results.values())
+    assert np.array_equal(results["engine, chunk=1"], results["engine"])
