@@ -34,7 +34,7 @@ __all__ = [
     "DeviceSetupError", "short_name", "device_table", "virtual_cpus", "virtual_gpus", "where",
     "missing_device", "soft_placement", "impossible_placement_error", "memory_growth",
     "run_python", "PlacementLog", "placement_log", "physical_devices_with", "copy_devices",
-    "copy_variants",
+    "copy_variants", "shares_buffer", "Transfers", "transfer_costs",
 ]
 
 
@@ -274,9 +274,10 @@ def copy_variants(steps: int = 10, devices: tuple[str, str] | None = None) -> di
     """Widget builders: ``steps`` cheap updates of a tensor, with or without moving it; knob: ``megabytes``.
 
     * "stay on one device": every step runs where the data already is;
-    * "hop between devices": each step runs on the other device, so the tensor is copied
-      there first (across PCIe between a GPU and the CPU; between two logical CPUs, a
-      memory copy within the same RAM);
+    * "hop between devices": each step runs on the other device, so the tensor must be
+      there first: across PCIe between a GPU and the CPU, a copy; between two logical CPUs
+      of one process, which share the host's memory, TensorFlow hands over the same buffer
+      and copies nothing (``shares_buffer``);
     * "round trip through NumPy": each step's result is pulled to a NumPy array and
       pushed back, two real copies plus a wait for the device to finish.
     """
@@ -324,3 +325,115 @@ def copy_variants(steps: int = 10, devices: tuple[str, str] | None = None) -> di
         return run
 
     return {"stay on one device": stay, "hop between devices": hop, "round trip through NumPy": numpy_round_trip}
+
+
+def _address(tensor) -> int:
+    """Where a tensor's bytes start in host memory (``np.asarray`` views a CPU tensor's buffer)."""
+    return np.asarray(tensor).ctypes.data
+
+
+def shares_buffer(tensor, device: str) -> tuple[str, bool]:
+    """Make ``tensor`` available on ``device`` (``tf.identity`` there); return where the result
+    lives and whether it is the same buffer in memory.
+
+    Two CPU devices of one process use the same host memory, so TensorFlow hands the buffer
+    over instead of copying it: the answer is True. A GPU has its own memory: always a copy.
+    """
+    with tf.device(device):
+        moved = tf.identity(tensor)
+    on_cpus = all(tf.DeviceSpec.from_string(t.device).device_type == "CPU" for t in (tensor, moved))
+    return short_name(moved.device), on_cpus and _address(moved) == _address(tensor)
+
+
+@dataclass
+class Transfers:
+    """How long each way of moving a tensor took at two sizes, and what that says.
+
+    ``rows``: one dict per move with ``move``, ``sizes_mb`` and ``seconds`` (median per size).
+    A move copies the bytes when its time grows with the size; a hand-over does not.
+    """
+
+    rows: list[dict]
+    gpu: bool
+
+    def copies(self, row: dict) -> bool:
+        """Whether the time grew more than the square root of the growth in bytes: between a
+        constant time (nothing copied) and a proportional one (every byte copied)."""
+        (small, large), (t_small, t_large) = row["sizes_mb"], row["seconds"]
+        return t_large / t_small > (large / small) ** 0.5
+
+    def table(self) -> str:
+        def cell(seconds):
+            return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
+
+        out = []
+        for r in self.rows:
+            (small, large), (t_small, t_large) = r["sizes_mb"], r["seconds"]
+            out.append({"move": r["move"], f"{small:g} MiB": cell(t_small), f"{large:g} MiB": cell(t_large),
+                        "bytes copied": "yes" if self.copies(r) else "no",
+                        "GB/s": f"{large * 2**20 / t_large / 1e9:.3g}" if self.copies(r) else ""})
+        from course_lib import bench
+        return bench.table(out)
+
+    def _repr_html_(self) -> str:
+        return self.table()
+
+    def verdicts(self):
+        """One sentence per move, read from the timings (Markdown in a notebook)."""
+        from course_lib import bench
+
+        out = []
+        for r in self.rows:
+            (small, large), (t_small, t_large) = r["sizes_mb"], r["seconds"]
+            growth = f"{t_large / t_small:.3g}x the time for {large / small:g}x the bytes"
+            if self.copies(r):
+                out.append(f"{r['move']}: a copy, {growth}: about {large * 2**20 / t_large / 1e9:.3g} GB/s "
+                           f"at {large:g} MiB")
+            else:
+                out.append(f"{r['move']}: {growth}, so no bytes are copied: the time is the call, not the data")
+        if not self.gpu:
+            out.append("no GPU on this machine: the host-to-GPU and GPU-to-host copies are not measured")
+        return bench.Verdicts(out)
+
+
+def transfer_costs(sizes_mb: tuple[float, float] = (1, 64), *, repeats: int = 5) -> Transfers:
+    """Time each way of moving a float32 tensor at two sizes: between two logical CPUs (when
+    there are two), from a tensor to NumPy and back, and between the host and the first GPU
+    (when there is one). Each timed call moves the tensor once and forces nothing else."""
+    from course_lib import bench
+
+    if len(sizes_mb) != 2 or not all(isinstance(m, (int, float)) and m > 0 for m in sizes_mb) \
+            or sizes_mb[0] >= sizes_mb[1]:
+        raise ValueError(f"sizes_mb must be two sizes in MiB, small then large, got {sizes_mb!r}")
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+
+    def moves(mb):
+        with tf.device(cpus[0]):
+            x = tf.ones([int(mb * 2**20) // 4])
+        array = x.numpy()
+        out = {}
+        if len(cpus) > 1:
+            def hop():
+                with tf.device(cpus[1]):
+                    return where(tf.identity(x))  # CPU work is synchronous: done when it returns
+            out[f"{short_name(cpus[0])} -> {short_name(cpus[1])} (tf.identity)"] = hop
+        out["tensor -> NumPy (.numpy())"] = lambda: x.numpy().shape
+        out["NumPy -> tensor (tf.constant)"] = lambda: where(tf.constant(array))
+        if gpus:
+            with tf.device(gpus[0]):
+                on_gpu = tf.identity(x)
+
+            def to_gpu():
+                with tf.device(gpus[0]):
+                    return tf.identity(x)[:1].numpy()  # reading one element waits for the copy
+            out[f"host -> {short_name(gpus[0])}"] = to_gpu
+            out[f"{short_name(gpus[0])} -> host (.numpy())"] = lambda: on_gpu.numpy().shape
+        return out
+
+    timings: dict[str, list[float]] = {}
+    for mb in sizes_mb:
+        for name, fn in moves(mb).items():
+            timings.setdefault(name, []).append(bench.measure(fn, name=name, repeats=repeats).median_s)
+    rows = [{"move": name, "sizes_mb": list(sizes_mb), "seconds": seconds} for name, seconds in timings.items()]
+    return Transfers(rows, gpu=bool(gpus))

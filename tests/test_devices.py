@@ -159,3 +159,41 @@ def test_copy_devices_are_existing_devices():
     home, away = devices.copy_devices()
     names = [d.name for d in tf.config.list_logical_devices()]
     assert home in names and away in names
+
+
+def test_two_logical_cpus_share_the_buffer_and_numpy_copies():
+    out = child("""
+        import json
+        from course_lib import devices
+        devices.virtual_cpus(2)
+        import numpy as np, tensorflow as tf
+        x = tf.ones([1000])
+        device, same = devices.shares_buffer(x, "/CPU:1")
+        with tf.device("/CPU:1"):
+            computed = x * 2.0  # a new result gets its own buffer
+        print(json.dumps({"device": device, "same": same,
+                          "numpy_same": bool(np.shares_memory(x.numpy(), np.asarray(x))),
+                          "computed_same": np.asarray(computed).ctypes.data == np.asarray(x).ctypes.data}))
+    """)
+    assert out == {"device": "CPU:1", "same": True, "numpy_same": False, "computed_same": False}
+
+
+def test_transfers_read_a_copy_from_time_growing_with_size():
+    t = devices.Transfers([{"move": "hand-over", "sizes_mb": [1, 64], "seconds": [1e-5, 1.2e-5]},
+                           {"move": "copy", "sizes_mb": [1, 64], "seconds": [1e-4, 6.4e-3]}], gpu=False)
+    assert [t.copies(r) for r in t.rows] == [False, True]
+    text = str(t.verdicts())
+    assert "hand-over: 1.2x the time for 64x the bytes, so no bytes are copied" in text
+    assert "copy: a copy" in text and "10.5 GB/s" in text
+    assert "no GPU on this machine" in text
+    assert "<td>no</td>" in t.table() and "<td>yes</td>" in t.table()
+
+
+def test_transfer_costs_time_every_move_at_both_sizes():
+    t = devices.transfer_costs((0.01, 0.1), repeats=1)
+    names = [r["move"] for r in t.rows]
+    assert "tensor -> NumPy (.numpy())" in names and "NumPy -> tensor (tf.constant)" in names
+    assert all(len(r["seconds"]) == 2 and min(r["seconds"]) > 0 for r in t.rows)
+    assert t.gpu == (not NO_GPU) and any("GPU" in n for n in names) == t.gpu
+    with pytest.raises(ValueError, match="small then large"):
+        devices.transfer_costs((64, 1))
