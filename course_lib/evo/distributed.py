@@ -533,6 +533,24 @@ def _problem(problem: str, shape: tuple[int, int], mode: str):
     raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)}")
 
 
+def replica_variants(model, population, generations: int, *, strategy_for, migrants: int = 1) -> dict:
+    """``SpeedupWidget`` builders (knobs ``replicas`` and ``migration_interval``): ``model`` on one device
+    without a strategy, and with global selection and with islands under ``strategy_for(replicas)``,
+    each timed call a whole ``evolve`` of ``generations`` from ``population``."""
+
+    def builder(distribution: str | None):
+        def build(replicas: int, migration_interval: int):
+            if distribution is None:
+                return lambda: model.evolve(population, generations=generations).population
+            strategy = strategy_for(replicas)
+            return lambda: evolve(model, population, generations=generations, strategy=strategy,
+                                  distribution=distribution, migration_interval=migration_interval,
+                                  migrants=migrants).population
+        return build
+
+    return {"one device": builder(None), "global": builder("global"), "islands": builder("islands")}
+
+
 def replica_comparison(strategy, model, population, generations: int = 30, *, migration_interval: int = 10,
                        migrants: int = 1, repeats: int = 3):
     """Time ``model`` on one device without a strategy, then with global selection and with islands
@@ -541,12 +559,9 @@ def replica_comparison(strategy, model, population, generations: int = 30, *, mi
 
     r = strategy.num_replicas_in_sync
     shape = tuple(np.shape(population))
-    options = {"generations": generations, "migration_interval": migration_interval, "migrants": migrants}
-    variants = {"one device": lambda: model.evolve(population, generations=generations).population,
-                f"global x{r}": lambda: evolve(model, population, strategy=strategy, distribution="global",
-                                               **options).population,
-                f"islands x{r}": lambda: evolve(model, population, strategy=strategy, distribution="islands",
-                                                **options).population}
+    builders = replica_variants(model, population, generations, strategy_for=lambda _: strategy, migrants=migrants)
+    variants = {name if name == "one device" else f"{name} x{r}": build(r, migration_interval)
+                for name, build in builders.items()}
     return bench.compare(variants, baseline="one device", repeats=repeats, warmup=1, number=1,
                          title=f"{model.name} {shape[0]} x {shape[1]}, {generations} generations, {r} replica(s)",
                          params={"problem": model.name, "population": list(shape), "generations": generations,
