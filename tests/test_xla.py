@@ -148,11 +148,67 @@ def test_auto_clustering_needs_the_cpu_flag_on_a_cpu():
     assert gpu_only["compilations"] == 0 or tf.config.list_physical_devices("GPU")
 
 
-def test_jit_vs_auto_compares_three_variants_with_compilation_counts():
+def test_jit_vs_auto_runs_every_variant_in_fresh_processes_and_counts_compilations():
     c = xla.jit_vs_auto(n=1000, repeats=1)
-    assert c.names == ["graph (tf.function)", "XLA (jit_compile=True)", "XLA auto-clustering (subprocess)"]
-    assert c.params["compilations with jit_compile"] == 1
-    assert c.params["compilations with auto-clustering"] >= 1
+    assert c.names == [xla.GRAPH, xla.JIT, xla.AUTO]
+    assert c.params["compilations"] == {xla.GRAPH: 0, xla.JIT: 1, xla.AUTO: c.params["compilations"][xla.AUTO]}
+    assert c.params["compilations"][xla.AUTO] >= 1
+    assert c.params["TF_XLA_FLAGS"] == {xla.GRAPH: "", xla.JIT: "", xla.AUTO: xla.AUTO_JIT_FLAGS}
+
+
+def test_process_comparison_alternates_the_variants_and_pools_their_repeats(monkeypatch):
+    calls = []
+
+    def fake_run(target, flags, *, timeout, **kwargs):
+        calls.append((flags, kwargs["tag"]))
+        t = bench.Timing(kwargs["tag"], first_call_s=len(calls), times_s=[0.01 * len(calls)], number=1)
+        return {"timing": t.to_dict(), "compilations": len(calls) if flags else 0}
+
+    monkeypatch.setattr(xla, "run_with_flags", fake_run)
+    c = xla.process_comparison("m:f", {"a": ("", {"tag": "a"}), "b": ("--x", {"tag": "b"})}, rounds=3, n=5)
+    assert calls == [("", "a"), ("--x", "b")] * 3
+    assert c["a"].times_s == pytest.approx([0.01, 0.03, 0.05]) and c["b"].times_s == pytest.approx([0.02, 0.04, 0.06])
+    assert c["a"].first_call_s == 3 and c.baseline == "a"  # the median first call over the rounds
+    assert c.params["compilations"] == {"a": 0, "b": 6} and c.params["rounds"] == 3 and c.params["n"] == 5
+
+
+def test_process_comparison_refuses_bad_input():
+    with pytest.raises(ValueError, match="at least one variant"):
+        xla.process_comparison("course_lib.xla:auto_clustered_worker", {})
+    with pytest.raises(ValueError, match="rounds must be"):
+        xla.process_comparison("course_lib.xla:auto_clustered_worker", {"a": ("", {})}, rounds=0)
+
+
+def test_compile_error_returns_the_error_without_the_native_log(capfd):
+    @tf.function(jit_compile=True)
+    def label(v):
+        return tf.strings.as_string(v)
+
+    capfd.readouterr()
+    error = xla.compile_error(label, tf.constant([1.5]))
+    assert isinstance(error, tf.errors.InvalidArgumentError)
+    assert xla.unsupported_ops(error) == ["AsString"]
+    assert "AsString" not in capfd.readouterr().err  # TensorFlow's log of it was held back
+    assert xla.compile_error(xla.jit(xla.elementwise_chain), xla.workload_input(8)) is None
+
+
+def test_native_log_held_keeps_what_was_written_to_descriptor_two(capfd):
+    import os
+
+    with xla.native_log_held() as held:
+        os.write(2, b"native line\n")
+    assert held == ["native line\n"] and "native line" not in capfd.readouterr().err
+
+
+def test_fusion_rows_say_where_the_data_was():
+    c = bench.Comparison([_timing(xla.GRAPH, 0.1, 0.030), _timing(xla.JIT, 0.2, 0.010)], baseline=xla.GRAPH)
+    (row,) = xla.fusion_rows({1_000_000: c})
+    assert row["XLA speedup"] == "3x"
+    assert row["graph's kernels moved (GB/s)"] == pytest.approx(30 * 8 * 1e6 / 0.030 / 1e9)
+    cache = xla.cache_bytes()
+    assert cache is None or cache > 0
+    assert row["fits in the largest cache"] == ("unknown" if cache is None else
+                                                ("yes" if 4e6 <= cache else "no"))
 
 
 def test_run_with_flags_reports_failures():
@@ -166,8 +222,10 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "xla.json"
-    assert xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--no-auto-jit", "--json", str(out)]) == 0
+    assert xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--rounds", "1", "--no-auto-jit",
+                          "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [
-        "jit_compile vs auto-clustering: elementwise chain, n=1,000", "elementwise chain, n=16", "random numbers, n=16"]
+        "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, fresh processes",
+        "elementwise chain, n=16", "random numbers, n=16"]
     assert "wrote" in capsys.readouterr().out
