@@ -11,6 +11,8 @@ import contextlib
 from typing import Any, Callable, Iterator
 from unittest import mock
 
+from course_lib import graphs
+
 
 def run(what: str, fn: Callable, *args, **kwargs) -> Any:
     """``fn(*args, **kwargs)``; an exception becomes an AssertionError that starts with ``what``."""
@@ -20,8 +22,7 @@ def run(what: str, fn: Callable, *args, **kwargs) -> Any:
     except AssertionError:
         raise
     except Exception as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        raise AssertionError(f"{what} raised {type(exc).__name__}: {first_line}") from exc
+        raise AssertionError(f"{what} raised {graphs.error_summary(exc)}") from exc
 
 
 @contextlib.contextmanager
