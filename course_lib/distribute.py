@@ -5,7 +5,8 @@ Three ideas, each with the code that shows it:
 * Model parallelism (``chain``, ``towers``, ``traffic``): a model's layers placed on
   different devices. A dense chain hands every activation across each device boundary
   and its devices wait on each other in turn; independent towers cross only where
-  they join.
+  they join, and can run at the same time. Between CPU devices of one process a
+  crossing hands over the buffer (no bytes are copied); between GPUs it is a copy.
 * Data parallelism (``make_strategy``, ``fit``, ``custom_loop``, ``make_train_step``):
   every replica holds the whole model, takes a slice of each global batch, and the
   gradients are summed before one shared update; global batch = per-replica batch x
@@ -45,7 +46,7 @@ import tensorflow as tf
 from course_lib import bench
 
 __all__ = [
-    "chain", "towers", "traffic", "model_parallel_variants",
+    "chain", "towers", "traffic", "model_parallel_variants", "model_parallel_verdicts",
     "STRATEGIES", "make_strategy", "replicas", "variable_placement", "regression_data", "make_model",
     "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_variants",
     "strategy_widget", "bench_strategies",
@@ -145,7 +146,10 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
     """The tensors that cross a device boundary in one forward pass, read from the traced graph.
 
     An edge counts when the op producing a tensor and an op consuming it are pinned to
-    different devices; a tensor is listed once per device that receives it.
+    different devices; a tensor is listed once per device that receives it. ``bytes`` is
+    the tensor's size; ``copied`` what crossing costs in copies: nothing between two CPU
+    devices of one process, which share the host's memory and hand over the buffer
+    (``devices.shares_buffer``), the whole tensor where either side is a GPU.
     """
     features = model.segments[0][1][0][0].shape[0]
     graph = model.__call__.get_concrete_function(tf.TensorSpec([batch, features], tf.float32)).graph
@@ -157,8 +161,9 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
             if src and dst and src != dst and key not in seen and tensor.dtype != tf.resource:
                 seen.add(key)
                 shape = tensor.shape.as_list()
-                rows.append({"from": _short(src), "to": _short(dst), "shape": shape,
-                             "bytes": int(np.prod(shape)) * tensor.dtype.size})
+                size = int(np.prod(shape)) * tensor.dtype.size
+                rows.append({"from": _short(src), "to": _short(dst), "shape": shape, "bytes": size,
+                             "copied": 0 if _on_cpu(src) and _on_cpu(dst) else size})
     # The graph's input has no device; it reaches every device that first uses it.
     inputs = {t.name for t in graph.inputs[:1]}
     for op in graph.get_operations():
@@ -166,9 +171,14 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
             if tensor.name in inputs and op.device and (tensor.name, op.device) not in seen:
                 seen.add((tensor.name, op.device))
                 shape = tensor.shape.as_list()
-                rows.append({"from": "input", "to": _short(op.device), "shape": shape,
-                             "bytes": int(np.prod(shape)) * tensor.dtype.size})
+                size = int(np.prod(shape)) * tensor.dtype.size
+                rows.append({"from": "input", "to": _short(op.device), "shape": shape, "bytes": size,
+                             "copied": 0 if _on_cpu(op.device) else size})
     return rows
+
+
+def _on_cpu(device: str) -> bool:
+    return tf.DeviceSpec.from_string(device).device_type == "CPU"
 
 
 def _short(device: str) -> str:
@@ -178,23 +188,56 @@ def _short(device: str) -> str:
 
 def model_parallel_variants(devices: Sequence[str], *, width: int = 256, depth: int = 8,
                             features: int = 256) -> dict:
-    """Builders for ``SpeedupWidget``: the chain and the towers, each on one device and split.
+    """Builders for ``SpeedupWidget``: the chain and the towers, each on one device and split,
+    and one tower alone (the unit that says how many towers ran at a time).
 
     Each builder takes ``batch`` and returns a forward pass to time.
     """
     devices = _check_devices(devices)
-    one = devices[:1]
+    one, n = devices[:1], len(devices)
 
-    def builder(shape, devs):
+    def builder(shape, devs, width=width):
         def build(batch: int):
             model = shape(devs, width=width, depth=depth, features=features)
             x = tf.random.stateless_normal([batch, features], seed=(0, 0))
             return lambda: model(x)
         return build
 
-    return {"chain, one device": builder(chain, one), f"chain, {len(devices)} devices": builder(chain, devices),
-            "towers, one device": builder(towers, one * len(devices)),
-            f"towers, {len(devices)} devices": builder(towers, devices)}
+    return {"chain, one device": builder(chain, one), f"chain, {n} devices": builder(chain, devices),
+            "towers, one device": builder(towers, one * n), f"towers, {n} devices": builder(towers, devices),
+            "one tower alone": builder(towers, one, width // n)}
+
+
+def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> bench.Verdicts:
+    """What splitting did, read from a ``model_parallel_variants`` measurement.
+
+    Besides each split against its own shape on one device, it compares the towers with one
+    tower alone: ``n_devices`` towers one after another take ``n_devices`` times as long, so
+    that time divided by the measured one is about how many towers ran at a time.
+    """
+    chain_n, towers_n = f"chain, {n_devices} devices", f"towers, {n_devices} devices"
+    for name in (chain_n, towers_n, "chain, one device", "towers, one device", "one tower alone"):
+        comparison[name]  # a clear KeyError naming what is missing
+    one = comparison["one tower alone"].median_s
+    at_once = {name: n_devices * one / comparison[name].median_s for name in ("towers, one device", towers_n)}
+    out = [comparison.verdict(chain_n, over="chain, one device"),
+           comparison.verdict(towers_n, over="towers, one device"),
+           f"one tower alone took {one * 1e3:.3g} ms, so {n_devices} towers one after another would take "
+           f"{n_devices * one * 1e3:.3g} ms: on one device they ran about {at_once['towers, one device']:.2g} "
+           f"at a time, on {n_devices} devices about {at_once[towers_n]:.2g} at a time "
+           f"(this machine has {os.cpu_count()} cores)"]
+    if max(at_once.values()) > (os.cpu_count() or 1):
+        out.append("more towers at a time than cores means one tower's time is partly the call's fixed cost, "
+                   "which the towers together pay once")
+    ratio = comparison.speedup(towers_n, over="towers, one device")
+    if not comparison.apart(towers_n, "towers, one device"):
+        out.append("splitting the towers changed nothing measurable here")
+    elif ratio > 1:
+        out.append(f"splitting let more towers run side by side ({at_once['towers, one device']:.2g} -> "
+                   f"{at_once[towers_n]:.2g} at a time): each device runs its part of the function on its own")
+    else:
+        out.append("splitting the towers cost more in hand-overs and scheduling than it gained in concurrency")
+    return bench.Verdicts(out)
 
 
 # ---------------------------------------------------------------------------------------

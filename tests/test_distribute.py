@@ -104,6 +104,8 @@ def test_chain_split_moves_each_activation_across_every_cut(report):
     rows = report["traffic"]["chain4"]
     between = [(r["from"], r["to"], r["shape"]) for r in rows if r["from"] != "input"]
     assert between == [("CPU:0", "CPU:1", [8, 32]), ("CPU:1", "CPU:2", [8, 32]), ("CPU:2", "CPU:3", [8, 32])]
+    assert all(r["bytes"] == 8 * 32 * 4 for r in rows if r["from"] != "input")
+    assert all(r["copied"] == 0 for r in rows), "CPU devices of one process hand the buffer over"
     assert [r for r in report["traffic"]["chain1"] if r["from"] != "input"] == []
 
 
@@ -112,6 +114,37 @@ def test_towers_cross_devices_only_at_input_and_join(report):
     joins = sorted((r["from"], r["to"], r["shape"]) for r in rows if r["from"] != "input")
     assert joins == [("CPU:1", "CPU:0", [8, 8]), ("CPU:2", "CPU:0", [8, 8]), ("CPU:3", "CPU:0", [8, 8])]
     assert sorted(r["to"] for r in rows if r["from"] == "input") == ["CPU:0", "CPU:1", "CPU:2", "CPU:3"]
+
+
+def test_model_parallel_verdicts_read_the_towers_concurrency():
+    from course_lib import bench
+
+    def comparison(**ms):
+        names = {"chain1": "chain, one device", "chain4": "chain, 4 devices", "towers1": "towers, one device",
+                 "towers4": "towers, 4 devices", "one": "one tower alone"}
+        timings = [bench.Timing(names[k], v / 1e3, [v / 1e3 * f for f in (0.99, 1.0, 1.0, 1.01)], 1)
+                   for k, v in ms.items()]
+        return bench.Comparison(timings, baseline="chain, one device")
+
+    faster = str(distribute.model_parallel_verdicts(comparison(chain1=10, chain4=10, towers1=8, towers4=4, one=2), 4))
+    assert "towers, 4 devices: 2x faster than towers, one device" in faster
+    assert "would take 8 ms: on one device they ran about 1 at a time, on 4 devices about 2 at a time" in faster
+    assert "splitting let more towers run side by side (1 -> 2 at a time)" in faster
+    assert "chain, 4 devices against chain, one device: no measurable difference" in faster
+    same = str(distribute.model_parallel_verdicts(comparison(chain1=10, chain4=10, towers1=4, towers4=4, one=2), 4))
+    assert "changed nothing measurable" in same
+    slower = str(distribute.model_parallel_verdicts(comparison(chain1=10, chain4=10, towers1=4, towers4=8, one=2), 4))
+    assert "cost more in hand-overs and scheduling" in slower
+    with pytest.raises(KeyError, match="one tower alone"):
+        distribute.model_parallel_verdicts(comparison(chain1=10, chain4=10, towers1=4, towers4=8), 4)
+
+
+def test_model_parallel_variants_build_every_shape():
+    variants = distribute.model_parallel_variants(["/CPU:0"], width=8, depth=2, features=4)
+    assert list(variants) == ["chain, one device", "chain, 1 devices", "towers, one device", "towers, 1 devices",
+                              "one tower alone"]
+    for build in variants.values():
+        assert build(batch=3)().shape == (3, 8)
 
 
 def test_strategies_benchmark_times_every_strategy(report):
