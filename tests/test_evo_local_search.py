@@ -1,4 +1,4 @@
-"""evo.ops.TwoOpt: the compiled 2-opt local search of the memetic GA."""
+"""evo.ops.TwoOpt and evo.ops.OrOpt: the compiled local searches of the memetic GA."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import tensorflow as tf
 from course_lib import evo
 from course_lib.evo import applications as app
 from course_lib.evo import rng
-from course_lib.evo.ops.local_search import two_opt_delta, reverse_segments
+from course_lib.evo.ops.local_search import move_segment, or_opt_delta, reverse_segments, two_opt_delta
 from course_lib.evo.rng import Rows
 
 N = 30
@@ -19,17 +19,18 @@ def problem():
     return xy, app.distance_matrix(xy), evo.fitness.TSP(coordinates=xy)
 
 
-def attached(fitness, **options):
-    op = evo.ops.TwoOpt(**options)
+def attached(fitness, kind="TwoOpt", **options):
+    op = getattr(evo.ops, kind)(**options)
     op.attach(fitness)
     return op
 
 
+@pytest.mark.parametrize("kind, options", [("TwoOpt", {"moves": 3}), ("OrOpt", {"segment": 3})])
 @pytest.mark.parametrize("neighbours", [5, None])
-def test_never_lengthens_and_keeps_tours(problem, neighbours):
+def test_never_lengthens_and_keeps_tours(problem, kind, options, neighbours):
     xy, d, fitness = problem
     tours = evo.population.permutations(16, N, seed=1).numpy()
-    out = attached(fitness, steps=6, candidates=16, moves=3, neighbours=neighbours)(tours, seed=2).numpy()
+    out = attached(fitness, kind, steps=6, candidates=16, neighbours=neighbours, **options)(tours, seed=2).numpy()
     assert all(app.is_tour(t, N) for t in out)
     before, after = app.tour_length(tours, d), app.tour_length(out, d)
     assert (after <= before + 1e-9).all()
@@ -56,35 +57,52 @@ def test_computed_change_equals_change_of_full_length(problem):
 def test_batched_equals_unbatched_bit_for_bit_in_a_model(problem):
     xy, d, _ = problem
     start = app.tour_population(24, N, seed=5)
-    results = []
-    for batch in (None, 7):
-        model = app.tsp_model(xy, mode="graph", seed=3, local_search=evo.ops.TwoOpt(steps=3, candidates=8, moves=2))
-        results.append(model.evolve(start, generations=4, batch_size=batch))
+    model = app.tsp_model(xy, mode="graph", seed=3, local_search=app.memetic_ops(steps=3, candidates=8, moves=2))
+    results = [model.evolve(start, generations=3, batch_size=batch) for batch in (None, 7)]
     np.testing.assert_array_equal(results[0].population, results[1].population)
     assert results[0].best_fitness == results[1].best_fitness
 
 
-def test_rows_of_a_batch_equal_the_same_rows_of_the_whole(problem):
+@pytest.mark.parametrize("kind", ["TwoOpt", "OrOpt"])
+def test_rows_of_a_batch_equal_the_same_rows_of_the_whole(problem, kind):
     _, _, fitness = problem
-    op = attached(fitness, steps=4, candidates=8, moves=2)
+    op = attached(fitness, kind, steps=4, candidates=8)
     tours = tf.constant(evo.population.permutations(12, N, seed=6).numpy())
     key = rng.key(9)
     whole = op.apply([tours], key, Rows.all(12)).numpy()
     part = op.apply([tours], key, Rows(5, 4, 12)).numpy()
     np.testing.assert_array_equal(part, whole[5:9])
+    assert not np.array_equal(whole, tours.numpy())
 
 
-def test_a_two_opt_optimal_tour_is_returned_unchanged(problem):
+def test_or_opt_change_equals_change_of_full_length(problem):
     xy, d, fitness = problem
-    optimal = np.stack([app.two_opt(t, d) for t in evo.population.permutations(4, N, seed=7).numpy()])
+    tours = evo.population.permutations(40, N, seed=8).numpy()
+    draw = np.random.default_rng(1)
+    length = draw.integers(1, 4, 40)
+    i = draw.integers(0, N, 40)
+    j = (i + length + draw.integers(0, N - 1 - length)) % N  # places that do not touch the segment
+    flip = draw.integers(0, 2, 40)
+    args = [tf.constant(v, tf.int32) for v in (i, length, j, flip)]
+    delta = or_opt_delta(fitness.distances, tf.constant(tours, tf.int32), *[a[:, None] for a in args]).numpy()[:, 0]
+    moved = move_segment(tf.constant(tours, tf.int32), *args, tf.ones(40, tf.bool)).numpy()
+    assert all(app.is_tour(t, N) for t in moved)
+    np.testing.assert_allclose(delta, app.tour_length(moved, d) - app.tour_length(tours, d), atol=1e-5)
+    assert (moved[flip == 0] != tours[flip == 0]).any(axis=1).all()  # every move changed its tour
+
+
+def test_a_locally_optimal_tour_is_returned_unchanged(problem):
+    xy, d, fitness = problem
+    optimal = np.stack([app.local_search(t, d) for t in evo.population.permutations(4, N, seed=7).numpy()])
     for neighbours in (5, None):
-        out = attached(fitness, steps=5, candidates=64, moves=4, neighbours=neighbours)(optimal).numpy()
-        np.testing.assert_array_equal(out, optimal)
+        for kind in ("TwoOpt", "OrOpt"):
+            out = attached(fitness, kind, steps=5, candidates=64, neighbours=neighbours)(optimal).numpy()
+            np.testing.assert_array_equal(out, optimal)
 
 
 def test_memetic_ga_reaches_a_circle_optimum():
     xy = app.cities("circle", 24, seed=1)
-    model = app.tsp_model(xy, mode="graph", local_search=app.memetic_op())
+    model = app.tsp_model(xy, mode="graph", local_search=app.memetic_ops())
     result = model.evolve(app.tour_population(16, 24, seed=0), generations=10)
     assert result.best_fitness == pytest.approx(app.optimal_length("circle", 24), rel=1e-5)
 

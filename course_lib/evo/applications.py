@@ -170,20 +170,21 @@ def local_search(tour, distances) -> np.ndarray:
 
 
 def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 0.5,
-              selection=None, local_search: evo.ops.Op | None = None) -> evo.Model:
+              selection=None, local_search=()) -> evo.Model:
     """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
     move) of a share ``mutation_rate`` of the children, tour length to minimise, elitist
     selection by default. Children left unmutated pass on their parents' good stretches intact.
 
-    ``local_search`` (e.g. ``evo.ops.TwoOpt()``) improves every child after mutation, inside the
-    same compiled generation: a memetic GA."""
+    ``local_search``: ops (e.g. ``memetic_ops()``: ``evo.ops.TwoOpt``, ``evo.ops.OrOpt``) that
+    improve every child after mutation, inside the same compiled generation: a memetic GA."""
     xy = np.asarray(coordinates)
     inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
     x = evo.ops.OrderCrossover()(inputs)
     x = evo.ops.InversionMutation(rate=mutation_rate)(x)
-    if local_search is not None:
-        x = local_search(x)
-    model = evo.Model(inputs, x, name="tsp" if local_search is None else "memetic_tsp")
+    local_search = (local_search,) if isinstance(local_search, evo.ops.Op) else tuple(local_search)
+    for op in local_search:
+        x = op(x)
+    model = evo.Model(inputs, x, name="memetic_tsp" if local_search else "tsp")
     model.compile(fitness=evo.fitness.TSP(coordinates=xy), selection=selection or evo.selection.Elitist(),
                   mode=mode, seed=seed)
     return model
@@ -310,9 +311,11 @@ def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 
                  f"{result.generations} generations of {np.asarray(population).shape[0]}")
 
 
-def memetic_op(**options) -> evo.ops.Op:
-    """The local search of the memetic GA (``evo.ops.TwoOpt``) with this course's settings."""
-    return evo.ops.TwoOpt(**{"steps": 8, "candidates": 32, "moves": 4, "neighbours": 8, **options})
+def memetic_ops(or_opt: bool = True, **two_opt) -> tuple:
+    """The local search of the memetic GA with this course's settings: ``evo.ops.TwoOpt``
+    (options ``two_opt``), then ``evo.ops.OrOpt`` unless ``or_opt`` is False."""
+    ops = (evo.ops.TwoOpt(**{"steps": 8, "candidates": 32, "moves": 4, "neighbours": 8, **two_opt}),)
+    return ops + ((evo.ops.OrOpt(steps=8, candidates=32),) if or_opt else ())
 
 
 def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512,
@@ -324,7 +327,7 @@ def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512,
     n = xy.shape[0]
     traces = [multi_start(distance_matrix(xy), budget_s, seed=seed)]
     traces.append(ga_trace("GA", lambda: tsp_model(xy, seed=seed), tour_population(ga_population, n, seed), budget_s, chunk))
-    traces.append(ga_trace("memetic GA", lambda: tsp_model(xy, seed=seed, local_search=memetic_op()),
+    traces.append(ga_trace("memetic GA", lambda: tsp_model(xy, seed=seed, local_search=memetic_ops()),
                            tour_population(memetic_population, n, seed), budget_s, chunk))
     return {t.method: t for t in traces}
 

@@ -13,7 +13,7 @@ _MODULES = {
     "BitFlipMutation": "mutation", "RandomValueMutation": "mutation", "GaussianMutation": "mutation",
     "SwapMutation": "permutation", "InversionMutation": "permutation", "ShuffleMutation": "permutation",
     "OrderCrossover": "permutation",
-    "TwoOpt": "local_search",
+    "TwoOpt": "local_search", "OrOpt": "local_search",
 }
 __all__ = list(_MODULES)
 

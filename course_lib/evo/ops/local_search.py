@@ -16,6 +16,8 @@ fitness first.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import tensorflow as tf
 
@@ -68,24 +70,16 @@ def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Ten
     return tf.gather(tours, tf.range(tours.shape[1])[None, :] + offset, batch_dims=1)
 
 
-class TwoOpt(_PermutationOp):
-    """``steps`` rounds per call: score ``candidates`` random 2-opt moves per tour, apply the best
-    improving one and up to ``moves - 1`` more that do not overlap it. No move lengthens a tour.
+class _LocalSearch(_PermutationOp):
+    """What both local searches share: distances from the fitness, ``steps`` rounds of ``improve``
+    per call, each on ``candidates`` random moves per tour, biased to each city's ``neighbours``
+    nearest cities (None: uniform)."""
 
-    ``neighbours``: each candidate joins a city to one of its ``neighbours`` nearest cities
-    (None: any two edges, uniformly).
-    """
-
-    def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
-                 name: str | None = None):
+    def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
         super().__init__(name)
         kind = type(self).__name__
         self.steps = _whole(kind, "steps", steps, 1)
         self.candidates = _whole(kind, "candidates", candidates, 1)
-        self.moves = _whole(kind, "moves", moves, 1)
-        if self.moves > self.candidates:
-            raise ValueError(f"{kind}: moves ({moves}) cannot exceed candidates ({candidates}); "
-                             "it applies the best non-overlapping moves among the candidates")
         self.neighbours = None if neighbours is None else _whole(kind, "neighbours", neighbours, 1)
         self.distances = self.nearest = None
         self.n = 0
@@ -129,39 +123,25 @@ class TwoOpt(_PermutationOp):
             raise ValueError(f"{type(self).__name__} has distances for {self.n} cities, but the tours "
                              f"have {length}")
 
-    def candidate_moves(self, key: tf.Tensor, rows: Rows, tours: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """Random moves (p, q), p < q, shapes (B, candidates): reverse positions p+1..q."""
-        n = tours.shape[1]
-        if self.nearest is None:
-            u = rng.integers(rng.fold_in(key, 1), rows, (self.candidates,), n)
-            v = (u + 1 + rng.integers(rng.fold_in(key, 2), rows, (self.candidates,), n - 1)) % n  # v != u
-        else:
-            # one draw per candidate: a position i, a rank among its city's nearest, a side
-            k = self.nearest.shape[0] // n
-            draw = rng.integers(key, rows, (self.candidates,), n * k * 2)
-            i, rank, side = draw // (k * 2), (draw // 2) % k, draw % 2
-            city = tf.gather(self.nearest, tf.gather(tours, i, batch_dims=1) * k + rank)
-            j = tf.gather(positions(tours), city, batch_dims=1)
-            # side 0: new edge (t[i], t[j]) after both; side 1: before both, edges (i-1, i), (j-1, j)
-            u, v = (i - side) % n, (j - side) % n
-        return tf.minimum(u, v), tf.maximum(u, v)
-
     def improve(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
-        """One round: score the candidates, apply the best non-overlapping improving moves."""
-        p, q = self.candidate_moves(key, rows, tours)
-        delta = two_opt_delta(self.distances, tours, p, q)
-        best = tf.math.top_k(-delta, k=self.moves, sorted=True).indices
-        p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
-        chosen = []
-        for m in range(self.moves):  # greedy, best first: keep a move unless it overlaps a kept one
-            ok = delta[:, m] < -self.tolerance
-            for a in range(m):
-                overlap = (p[:, m] <= q[:, a]) & (p[:, a] <= q[:, m])
-                ok &= ~(chosen[a] & overlap)
-            chosen.append(ok)
-        # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
-        p, q, chosen = tf.unstack(fusion.materialize(tf.stack([p, q, tf.cast(tf.stack(chosen, axis=1), tf.int32)]), key))
-        return reverse_segments(tours, p, q, chosen > 0)
+        """One round on int32 tours (B, L): score candidate moves, apply improving ones."""
+        raise NotImplementedError
+
+    def _draw(self, key: tf.Tensor, rows: Rows, tours: tf.Tensor, *choices: int) -> tuple[tf.Tensor, ...]:
+        """Per candidate: a position i, a position j whose city is near t[i] (uniform without
+        neighbours; never i), and one value in [0, c) per further choice c; one draw each."""
+        n = tours.shape[1]
+        k = n - 1 if self.nearest is None else self.nearest.shape[0] // n
+        draw = rng.integers(key, rows, (self.candidates,), n * k * math.prod(choices))
+        values = []
+        for c in reversed(choices):
+            draw, value = draw // c, draw % c
+            values.insert(0, value)
+        i, rank = draw // k, draw % k
+        if self.nearest is None:
+            return (i, (i + 1 + rank) % n, *values)
+        city = tf.gather(self.nearest, tf.gather(tours, i, batch_dims=1) * k + rank)
+        return (i, tf.gather(positions(tours), city, batch_dims=1), *values)
 
     def apply(self, inputs, key, rows):
         tours = tf.cast(rows.take(inputs[0]), tf.int32)
@@ -174,6 +154,108 @@ class TwoOpt(_PermutationOp):
         return tf.cast(tours, inputs[0].dtype)
 
     def config(self):
-        return {"steps": self.steps, "candidates": self.candidates, "moves": self.moves,
-                "neighbours": self.neighbours}
+        return {"steps": self.steps, "candidates": self.candidates, "neighbours": self.neighbours}
 
+
+class TwoOpt(_LocalSearch):
+    """``steps`` rounds per call: score ``candidates`` random 2-opt moves per tour, apply the best
+    improving one and up to ``moves - 1`` more that do not overlap it. No move lengthens a tour.
+
+    ``neighbours``: each candidate joins a city to one of its ``neighbours`` nearest cities
+    (None: any two edges, uniformly).
+    """
+
+    def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
+                 name: str | None = None):
+        super().__init__(steps, candidates, neighbours, name)
+        self.moves = _whole(type(self).__name__, "moves", moves, 1)
+        if self.moves > self.candidates:
+            raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({candidates}); "
+                             "it applies the best non-overlapping moves among the candidates")
+
+    def improve(self, tours, key, rows):
+        n = tours.shape[1]
+        # side 0: new edge (t[i], t[j]) and the one after both; side 1: the one before both
+        i, j, side = self._draw(key, rows, tours, 2)
+        u, v = (i - side) % n, (j - side) % n
+        p, q = tf.minimum(u, v), tf.maximum(u, v)
+        delta = two_opt_delta(self.distances, tours, p, q)
+        best = tf.math.top_k(-delta, k=self.moves, sorted=True).indices
+        p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
+        chosen = []
+        for m in range(self.moves):  # greedy, best first: keep a move unless it overlaps a kept one
+            ok = delta[:, m] < -self.tolerance
+            for a in range(m):
+                overlap = (p[:, m] <= q[:, a]) & (p[:, a] <= q[:, m])
+                ok &= ~(chosen[a] & overlap)
+            chosen.append(ok)
+        # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
+        p, q, chosen = tf.unstack(fusion.materialize(
+            tf.stack([p, q, tf.cast(tf.stack(chosen, axis=1), tf.int32)]), key))
+        return reverse_segments(tours, p, q, chosen > 0)
+
+    def config(self):
+        return {**super().config(), "moves": self.moves}
+
+
+def or_opt_delta(distances: tf.Tensor, tours: tf.Tensor, i: tf.Tensor, length: tf.Tensor, j: tf.Tensor,
+                 flip: tf.Tensor) -> tf.Tensor:
+    """Length change of moving the ``length`` cities from position i between t[j] and t[j+1]
+    (reversed where ``flip``); j must lie outside i-1 .. i+length-1. Six gathers per move."""
+    n = tours.shape[1]
+
+    def at(x):
+        return tf.gather(tours, x % n, batch_dims=1)
+
+    first, last, before, after = at(i), at(i + length - 1), at(i - 1), at(i + length)
+    a, b = at(j), at(j + 1)
+    x, y = tf.where(flip > 0, last, first), tf.where(flip > 0, first, last)
+    dist = tf.gather(distances, tf.stack([a * n + x, y * n + b, before * n + after,
+                                          a * n + b, before * n + first, last * n + after]))
+    return dist[0] + dist[1] + dist[2] - dist[3] - dist[4] - dist[5]
+
+
+def move_segment(tours: tf.Tensor, i: tf.Tensor, length: tf.Tensor, j: tf.Tensor, flip: tf.Tensor,
+                 apply: tf.Tensor) -> tf.Tensor:
+    """Move the segment (one per tour, shapes (B,)) where ``apply``: counting from i, the cities
+    up to t[j] move back by ``length`` and the segment follows them."""
+    n = tours.shape[1]
+    i, length, j, flip, apply = (x[:, None] for x in (i, length, j, flip, apply))
+    r = (tf.range(n)[None, :] - i) % n  # positions counted from the segment's start
+    end = (j - i) % n  # where t[j] is, counted the same way
+    k = r - (end - length + 1)  # place within the moved segment
+    source = tf.where(r <= end - length, r + length, tf.where(flip > 0, length - 1 - k, k))
+    index = tf.where(apply & (r <= end), (source + i) % n, tf.range(n)[None, :])
+    return tf.gather(tours, index, batch_dims=1)
+
+
+class OrOpt(_LocalSearch):
+    """``steps`` rounds per call: score ``candidates`` random or-opt moves per tour (move 1 to
+    ``segment`` consecutive cities, kept or reversed, next to a near city) and apply the best
+    if it shortens the tour."""
+
+    def __init__(self, steps: int = 8, candidates: int = 32, segment: int = 3, neighbours: int | None = 8,
+                 name: str | None = None):
+        super().__init__(steps, candidates, neighbours, name)
+        self.segment = _whole(type(self).__name__, "segment", segment, 1)
+
+    def improve(self, tours, key, rows):
+        n = tours.shape[1]
+        if n < self.segment + 3:
+            return tours
+        # segment i .. i+length-1, or ending at i (end 1); placed after t[j] (side 0) or before it
+        i, j, length, end, side, flip = self._draw(key, rows, tours, self.segment, 2, 2, 2)
+        length = length + 1
+        i = (i - end * (length - 1)) % n
+        j = (j - side) % n
+        delta = or_opt_delta(self.distances, tours, i, length, j, flip)
+        place = (j - i) % n
+        delta = tf.where((place >= length) & (place <= n - 2), delta, np.inf)  # not touching the segment
+        best = tf.argmin(delta, axis=1, output_type=tf.int32)
+        i, length, j, flip, delta = (tf.gather(x, best, batch_dims=1) for x in (i, length, j, flip, delta))
+        move = fusion.materialize(tf.stack([i, length, j, flip, tf.cast(delta < -self.tolerance, tf.int32)]), key)
+        i, length, j, flip, apply = tf.unstack(move)
+        return move_segment(tours, i, length, j, flip, apply > 0)
+
+    def config(self):
+        return {**super().config(), "segment": self.segment}
