@@ -579,3 +579,39 @@ def bench_neuro(argv: Sequence[str] | None = None) -> int:
         print(f"{c.title}: {c.params['unit']}: {rate}")
     print(f"wrote {bench.save_report(comparisons, args.out)}")
     return 0
+
+
+def plot_race(curves: Sequence[Curve], target: float, axes=None):
+    """Test accuracy against wall time (left) and against evaluations (right, log scale), one line per
+    method, with the target as a dashed line."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
+    for c in curves:
+        axes[0].plot(c.seconds, c.accuracy, marker=".", label=c.name)
+        axes[1].plot(c.evaluations, c.accuracy, marker=".", label=f"{c.name}: {c.unit}")
+    for ax in axes:
+        ax.axhline(target, color="gray", linestyle="--", linewidth=0.8)
+        ax.set_ylabel("test accuracy")
+    axes[0].set_xlabel("wall time from the call (s), compilation included")
+    axes[1].set_xlabel("network evaluations over the training set")
+    axes[1].set_xscale("log")
+    axes[1].legend(fontsize="small")
+    return axes
+
+
+def plot_search(ga_best: Sequence[float], n: int, random: dict, steps: int, ax=None):
+    """Best return against networks evaluated: the GA (``n`` per generation, after the first ``n``)
+    and random search (``random_search``'s result), with the full episode as a dashed line."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3), layout="constrained")
+    ax.plot([evaluations(n, g + 1) for g in range(len(ga_best))], ga_best, marker=".", label="GA")
+    ax.plot(random["evaluations"], random["best"], marker=".", label="random search")
+    ax.axhline(steps, color="gray", linestyle="--", linewidth=0.8)
+    ax.set_xlabel("networks evaluated")
+    ax.set_ylabel("best mean return")
+    ax.legend()
+    return ax
