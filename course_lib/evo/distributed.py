@@ -36,6 +36,7 @@ from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import fusion, rng
 from course_lib.evo import packed as packing
 from course_lib.evo.model import STATS, Result, _Program, _whole
+from course_lib.evo.selection import score
 
 DISTRIBUTIONS = ("global", "islands")
 
@@ -146,7 +147,7 @@ class _Replica:
     def start(self, shard):
         """(fitness, best, its fitness) of a first shard; traced into the start graph."""
         fit = self.prog.evaluate(shard)
-        j = tf.argmax(self.sign * fit, output_type=tf.int32)
+        j = tf.argmax(score(fit, self.sign), output_type=tf.int32)
         return fit, tf.gather(shard, j), tf.gather(fit, j)
 
     def _pool(self, pop, fit, key):
@@ -160,9 +161,9 @@ class _Replica:
         return self._pool(pop, fit, self.key(generation, replica))
 
     def _keep_best(self, pop, fit, best, best_fit):
-        j = tf.argmax(self.sign * fit, output_type=tf.int32)
+        j = tf.argmax(score(fit, self.sign), output_type=tf.int32)
         gen_best = tf.gather(fit, j)
-        better = self.sign * gen_best > self.sign * best_fit
+        better = score(gen_best, self.sign) > score(best_fit, self.sign)
         row = tf.stack([gen_best, tf.reduce_mean(fit), tf.math.reduce_std(fit)])
         return tf.where(better, tf.gather(pop, j), best), tf.where(better, gen_best, best_fit), row
 
@@ -172,7 +173,8 @@ class _Replica:
         factor = len(self.model.outputs) + (1 if self.model.selection.pool == "both" else 0)
         replicas = pool.shape[0] // (self.shard * factor)
         key = rng.fold_in(rng.fold_in(self.prog.key, generation), 0)
-        idx = self.model.selection.select(self.sign * pool_fit, key, self.shard * replicas)
+        parents = np.tile(np.arange(self.shard * factor) < self.shard, replicas)  # each replica's block: parents first
+        idx = self.model.selection.choose(pool_fit, self.sign, key, self.shard * replicas, parents)
         mine = tf.slice(idx, [replica * self.shard], [self.shard])
         pop, fit = tf.gather(pool, mine), tf.gather(pool_fit, mine)
         return (pop, fit, *self._keep_best(pop, fit, best, best_fit))
@@ -184,7 +186,8 @@ class _Replica:
         def body(i, pop, fit, best, best_fit, hist):
             key = self.key(generation + i + 1, replica)
             pool, pool_fit = self._pool(pop, fit, key)
-            idx = self.model.selection.select(self.sign * pool_fit, rng.fold_in(key, 0), self.shard)
+            parents = np.arange(pool.shape[0]) < self.shard
+            idx = self.model.selection.choose(pool_fit, self.sign, rng.fold_in(key, 0), self.shard, parents)
             pop, fit = tf.gather(pool, idx), tf.gather(pool_fit, idx)
             best, best_fit, row = self._keep_best(pop, fit, best, best_fit)
             return i + 1, pop, fit, best, best_fit, tf.tensor_scatter_nd_update(hist, [[offset + i]], row[None])
@@ -221,7 +224,7 @@ class _Sharded:
                             for what in ("chunk", "final")}
 
     def _emigrants(self, pop, fit):
-        top = tf.math.top_k(self.sign * fit, k=self.migrants).indices
+        top = tf.math.top_k(score(fit, self.sign), k=self.migrants).indices
         return tf.gather(pop, top), tf.gather(fit, top)
 
     def _immigrate(self, pop, fit, arrivals, arrival_fit, replica):
@@ -231,7 +234,7 @@ class _Sharded:
         rank = len(arrivals.shape)
         incoming = tf.slice(arrivals, [start] + [0] * (rank - 1), [self.migrants] + [-1] * (rank - 1))
         incoming_fit = tf.slice(arrival_fit, [start], [self.migrants])
-        worst = tf.math.top_k(-self.sign * fit, k=self.migrants).indices[:, None]
+        worst = tf.math.top_k(-score(fit, self.sign), k=self.migrants).indices[:, None]
         return (tf.tensor_scatter_nd_update(pop, worst, incoming),
                 tf.tensor_scatter_nd_update(fit, worst, incoming_fit))
 
@@ -309,7 +312,7 @@ class _Sharded:
     def combine_history(self, hist: np.ndarray, done: int) -> dict[str, list[float]]:
         """Per-replica (best, mean, std) rows -> the whole population's (shards are equal in size)."""
         h = hist[:, :done].astype(np.float64)
-        best = (self.sign * h[..., 0]).max(axis=0) * self.sign
+        best = h[..., 0][np.argmax(score(h[..., 0], self.sign).numpy(), axis=0), np.arange(done)]
         mean = h[..., 1].mean(axis=0)
         std = np.sqrt(np.maximum((h[..., 2] ** 2).mean(axis=0) + ((h[..., 1] - mean) ** 2).mean(axis=0), 0.0))
         return {"best": best.tolist(), "mean": mean.tolist(), "std": std.tolist()}
@@ -414,7 +417,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
         for k, column in prog.combine_history(hist, done).items():
             run.history[k].extend(column)
         run.generation = g + done
-        run.best_fitness = float(best_fits[np.argmax(prog.sign * best_fits)])
+        run.best_fitness = float(best_fits[np.argmax(score(best_fits, prog.sign).numpy())])
         if target is not None and prog.sign * run.best_fitness >= prog.sign * target:
             run.stop = run.stopped_early = True
         for c in callbacks:
@@ -423,7 +426,7 @@ def evolve(model, population, generations: int = 100, *, strategy, distribution:
         c.on_evolve_end(run)
     model.history = run.history
     pop, fit, bests, best_fits = prog.gather("final", *state)
-    j = int(np.argmax(prog.sign * best_fits))
+    j = int(np.argmax(score(best_fits, prog.sign).numpy()))
     best, best_fitness = bests[j], float(best_fits[j])
     pop, fit = pop.reshape(n, *pop.shape[2:]), fit.reshape(n)
     spec = model.input.spec

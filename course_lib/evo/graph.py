@@ -12,6 +12,25 @@ from dataclasses import dataclass
 import tensorflow as tf
 
 
+# the gene dtypes every op either handles or rejects up front (qint*, bool, complex, string: neither)
+INTEGER_DTYPES = (tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32, tf.int64, tf.uint64)
+FLOAT_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+
+
+def check_gene_dtype(who: str, dtype: tf.DType) -> None:
+    """A clear error unless ``dtype`` is one of the integer or float gene dtypes."""
+    if dtype not in INTEGER_DTYPES + FLOAT_DTYPES:
+        names = ", ".join(d.name for d in INTEGER_DTYPES + FLOAT_DTYPES)
+        raise TypeError(f"{who} needs integer or float genes ({names}), got dtype {dtype.name}")
+
+
+def check_fits(who: str, low: int, high: int, dtype: tf.DType) -> None:
+    """A clear error unless every integer in [low, high) is a value of ``dtype`` (never wrap)."""
+    if low < dtype.min or high - 1 > dtype.max:
+        raise ValueError(f"{who}: values in [{low}, {high}) do not fit dtype {dtype.name} "
+                         f"({dtype.min}..{dtype.max}); use a wider dtype or a narrower range")
+
+
 @dataclass(frozen=True)
 class GenomeSpec:
     """The shape of one genome (no population axis) and its dtype."""
@@ -65,8 +84,7 @@ def Input(shape, dtype="int32", name: str = "input") -> SymbolicTensor:  # noqa:
         dt = tf.as_dtype(dtype)
     except TypeError as exc:
         raise TypeError(f"Input dtype {dtype!r} is not a TensorFlow dtype; use e.g. 'int32' or 'float32'") from exc
-    if not (dt.is_integer or dt.is_floating):
-        raise TypeError(f"Input dtype must be an integer or float type, got {dt.name}")
+    check_gene_dtype("Input", dt)
     return SymbolicTensor(GenomeSpec(shape, dt), None, name)
 
 

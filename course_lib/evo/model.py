@@ -24,7 +24,7 @@ from course_lib.evo import packed as packing
 from course_lib.evo import rng
 from course_lib.evo.graph import SymbolicTensor, topological_order
 from course_lib.evo.rng import Rows
-from course_lib.evo.selection import Selection
+from course_lib.evo.selection import Selection, score
 
 MODES = ("eager", "graph", "xla", "auto")
 STATS = ("best", "mean", "std")
@@ -149,9 +149,11 @@ class _Program:
         key = rng.fold_in(self.key, generation)
         children = self.vary(pop, key)
         child_fit = self.evaluate(children)
+        parents = None
         if self.model.selection.pool == "both":
             children, child_fit = tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
-        idx = self.model.selection.select(self.sign * child_fit, rng.fold_in(key, 0), self.n)
+            parents = np.arange(children.shape[0]) < self.n
+        idx = self.model.selection.choose(child_fit, self.sign, rng.fold_in(key, 0), self.n, parents)
         return tf.gather(children, idx), tf.gather(child_fit, idx)
 
     # -- the compiled entry points -----------------------------------------------------------
@@ -163,7 +165,7 @@ class _Program:
             binary = tf.reduce_all(tf.equal(genes & tf.cast(-2, genes.dtype), 0))
             genes = packing.pack(genes)
         fit = self.evaluate(genes)
-        j = tf.argmax(self.sign * fit, output_type=tf.int32)
+        j = tf.argmax(score(fit, self.sign), output_type=tf.int32)
         return (genes, fit, tf.gather(genes, j), tf.gather(fit, j), tf.constant(0)), binary
 
     def _run(self, state, generation, count, target, patience):
@@ -177,9 +179,9 @@ class _Program:
             pop, fit, best, best_fit, stale = state
             pop, fit = self.step(pop, fit, generation + i + 1)
             # gather, not pop[j]: XLA would treat a slice's begin as a compile-time constant
-            j = tf.argmax(sign * fit, output_type=tf.int32)
+            j = tf.argmax(score(fit, sign), output_type=tf.int32)
             gen_best = tf.gather(fit, j)
-            better = sign * gen_best > sign * best_fit
+            better = score(gen_best, sign) > score(best_fit, sign)
             best = tf.where(better, tf.gather(pop, j), best)
             best_fit = tf.where(better, gen_best, best_fit)
             stale = tf.where(better, 0, stale + 1)
@@ -323,8 +325,12 @@ class Model:
         children = " + ".join(o.name for o in self.outputs)
         direction = "maximise" if self.fitness.maximize else "minimise"
         steps.append(f"fitness: {self.fitness!r} ({direction}) on {children}")
-        pool = "parents + children" if self.selection.pool == "both" else "children"
-        steps.append(f"selection: {self.selection!r} from {pool}")
+        if self.selection.elitism:
+            steps.append(f"selection: {self.selection!r}: the {self.selection.elitism} best parents, "
+                         "the other slots from the children")
+        else:
+            pool = "parents + children" if self.selection.pool == "both" else "children"
+            steps.append(f"selection: {self.selection!r} from {pool}")
         steps.append("record best/mean/std; keep the best so far")
         note = "0/1 genomes run bit-packed (32 genes per uint32 word)" if self._packable() else "genomes run unpacked"
         return Plan(f"one generation (mode={self.mode!r}, seed={self.seed}; {note}):", steps)
@@ -356,7 +362,8 @@ class Model:
         if x.shape[0] < 2:
             raise ValueError(f"a population needs at least 2 individuals, got {x.shape[0]}")
         if self.fitness.permutation or any(n.op.permutation for n in self.nodes):
-            ok = tf.reduce_all(tf.sort(x, axis=1) == tf.range(spec.shape[0], dtype=spec.dtype)[None, :])
+            # in int64: sort and range have no kernels for the narrow dtypes
+            ok = tf.reduce_all(tf.sort(tf.cast(x, tf.int64), axis=1) == tf.range(spec.shape[0], dtype=tf.int64)[None, :])
             if not bool(ok):
                 raise ValueError(f"this model needs each genome to be a permutation of 0..{spec.shape[0] - 1}; "
                                  "make one with evo.population.permutations(n, length, seed)")
@@ -433,7 +440,9 @@ class Model:
         ``chunk`` generations run per compiled call; callbacks run between calls.
         ``batch_size`` (rows) or ``memory_budget`` (bytes) evaluate ops and fitness in
         row batches; the result equals the unbatched one. ``resume_from`` continues a
-        checkpoint (then ``generations`` counts from the original start). ``strategy``
+        checkpoint: ``generations`` is then still the total counted from the original start
+        (a run saved at generation 20 and resumed with ``generations=25`` runs 5 more, and
+        equals an uninterrupted 25-generation run); fewer than the checkpoint's is an error. ``strategy``
         (a ``tf.distribute.Strategy``) shards the population over its replicas, with
         ``distribution`` "global" or "islands" (see ``course_lib.evo.distributed``).
         """
@@ -458,6 +467,11 @@ class Model:
                 raise ValueError("pass population or resume_from, not both: the checkpoint holds the population")
             checkpoint = cb_lib.load_checkpoint(resume_from)
             population = checkpoint["population"]
+            saved = int(checkpoint["generation"])
+            if generations < saved:
+                raise ValueError(f"the checkpoint is at generation {saved}, past generations={generations}: when "
+                                 "resuming, generations counts from the original start, not from the checkpoint; "
+                                 f"pass generations={saved + generations} for {generations} more")
         elif population is None:
             raise ValueError("evolve needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
                              "or resume_from=<checkpoint path>")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from course_lib.evo import rng
+from course_lib.evo.graph import check_fits
 from course_lib.evo.rng import Rows
 
 
@@ -21,6 +22,7 @@ def random_integers(shape, low: int, high: int, seed: int = 0, dtype="int32") ->
     shape = _shape(shape)
     if not low < high:
         raise ValueError(f"random_integers needs low < high, got low={low}, high={high}")
+    check_fits("random_integers", low, high, tf.as_dtype(dtype))
     x = rng.integers(rng.key(seed), Rows.all(shape[0]), shape[1:], high - low) + low
     return tf.cast(x, dtype)
 

@@ -1,33 +1,85 @@
 """Selection: which individuals of the pool form the next population.
 
-A selection maps scores (fitness signed so that higher is better) to indices into
-its pool: the children (Tournament, Rank) or parents and children together
-(Elitist, mu + lambda). It returns indices, not genomes, so the same code selects
-packed and unpacked populations.
+A selection maps scores (fitness signed so that higher is better, see ``score``) to
+indices into its pool: the children (Tournament, Rank) or parents and children
+together (Elitist, mu + lambda; or any selection with ``elitism``). It returns indices,
+not genomes, so the same code selects packed and unpacked populations.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import rng
 from course_lib.evo.rng import Rows
 
 
+def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
+    """Fitness signed so that higher is better, with NaN as -inf: the worst, in every mode.
+
+    Why: argmax and comparisons with NaN differ between TensorFlow's kernels and XLA (XLA's
+    argmax picks the NaN), so without this a NaN could win tournaments or become the best.
+    An infinity of the wrong sign is already -inf after the sign.
+    """
+    s = sign * tf.cast(fitness, tf.float32)
+    return tf.where(tf.math.is_nan(s), tf.constant(-np.inf, tf.float32), s)
+
+
+def _whole(name: str, value, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+    return int(value)
+
+
 class Selection:
-    """Base class: ``pool`` is 'children' or 'both' (parents then children)."""
+    """Base class: ``pool`` is 'children' or 'both' (parents then children).
+
+    ``elitism=k`` copies the k best parents into the next population unchanged and fills
+    the other slots by this selection from the children, so the best is never lost.
+    """
 
     pool = "children"
 
+    def __init__(self, elitism: int = 0):
+        self.elitism = _whole(f"{type(self).__name__} elitism", elitism, 0)
+        if self.elitism:
+            self.pool = "both"
+
     def select(self, score: tf.Tensor, key: tf.Tensor, n: int) -> tf.Tensor:
-        """int32 (n,): indices into the pool (higher score is better)."""
+        """int32 (n,): indices into the scores (higher score is better)."""
         raise NotImplementedError
 
+    def choose(self, fitness: tf.Tensor, sign: float, key: tf.Tensor, n: int,
+               parents: np.ndarray | None = None) -> tf.Tensor:
+        """int32 (n,): the pool rows that form the next population.
+
+        ``parents`` (a bool NumPy mask over the pool) marks the parents' rows when the
+        pool holds them; with ``elitism`` the best of those come first and the rest are
+        selected from the other rows.
+        """
+        s = score(fitness, sign)
+        if not self.elitism:
+            return self.select(s, key, n)
+        parent_rows = tf.constant(np.flatnonzero(parents), tf.int32)
+        child_rows = tf.constant(np.flatnonzero(~parents), tf.int32)
+        elite = tf.gather(parent_rows, tf.math.top_k(tf.gather(s, parent_rows), k=self.elitism).indices)
+        rest = self.select(tf.gather(s, child_rows), key, n - self.elitism)
+        return tf.concat([elite, tf.gather(child_rows, rest)], 0)
+
     def check(self, pool_size: int, n: int) -> None:
-        """Raise a clear error if this selection cannot pick ``n`` from ``pool_size``."""
+        """Raise a clear error if this selection cannot pick ``n`` from a pool of ``pool_size``
+        (which includes the ``n`` parents when ``pool`` is 'both')."""
+        if self.elitism >= n:
+            raise ValueError(f"{self!r} keeps {self.elitism} parents, which leaves no slot for children "
+                             f"in a population of {n}; use elitism < {n}")
+        self.check_candidates(pool_size - n if self.elitism else pool_size)
+
+    def check_candidates(self, candidates: int) -> None:
+        """Raise a clear error if ``select`` cannot pick from ``candidates`` rows."""
 
     def config(self) -> dict:
-        return {}
+        return {"elitism": self.elitism} if self.elitism else {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.config().items())})"
@@ -36,14 +88,15 @@ class Selection:
 class Tournament(Selection):
     """Each slot goes to the best of ``size`` children drawn at random (with replacement)."""
 
-    def __init__(self, size: int = 2):
+    def __init__(self, size: int = 2, elitism: int = 0):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"Tournament size must be a whole number >= 1, got {size!r}")
+        super().__init__(elitism)
         self.size = size
 
-    def check(self, pool_size, n):
-        if self.size > pool_size:
-            raise ValueError(f"Tournament size {self.size} is larger than the pool of {pool_size} "
+    def check_candidates(self, candidates):
+        if self.size > candidates:
+            raise ValueError(f"Tournament size {self.size} is larger than the pool of {candidates} "
                              "individuals; use a smaller size or a larger population")
 
     def select(self, score, key, n):
@@ -52,13 +105,16 @@ class Tournament(Selection):
         return tf.gather(entrants, winner, batch_dims=1)
 
     def config(self):
-        return {"size": self.size}
+        return {"size": self.size, **super().config()}
 
 
 class Elitist(Selection):
     """mu + lambda: the best ``n`` of parents and children together, so the best is never lost."""
 
     pool = "both"
+
+    def __init__(self):
+        super().__init__(0)
 
     def select(self, score, key, n):
         return tf.math.top_k(score, k=n, sorted=False).indices
@@ -71,9 +127,10 @@ class Rank(Selection):
     unlike a roulette wheel.
     """
 
-    def __init__(self, pressure: float = 1.5):
+    def __init__(self, pressure: float = 1.5, elitism: int = 0):
         if isinstance(pressure, bool) or not isinstance(pressure, (int, float)) or not 1.0 <= pressure <= 2.0:
             raise ValueError(f"Rank pressure must be in [1, 2] (1: uniform, 2: strongest), got {pressure!r}")
+        super().__init__(elitism)
         self.pressure = float(pressure)
 
     def select(self, score, key, n):
@@ -87,4 +144,4 @@ class Rank(Selection):
         return tf.gather(order, pick)
 
     def config(self):
-        return {"pressure": self.pressure}
+        return {"pressure": self.pressure, **super().config()}

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import collections
 import re
+import secrets
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import rng
-from course_lib.evo.graph import GenomeSpec, SymbolicTensor, connect
+from course_lib.evo.graph import GenomeSpec, SymbolicTensor, check_gene_dtype, connect
 from course_lib.evo.rng import Rows
 
 
@@ -34,7 +35,8 @@ class Op:
 
     Called on a symbolic genome (from ``evo.Input``) it adds a node to the graph;
     called on a population (tensor or NumPy array, shape (N, *genome)) it runs now,
-    with random numbers from ``seed``.
+    with random numbers from ``seed``; without a seed each call draws fresh ones (as a
+    Keras random layer does), so applying an op twice is two different draws.
     """
 
     arity: tuple[int, int] = (1, 1)  # how many input populations it accepts (min, max)
@@ -49,7 +51,7 @@ class Op:
         self.name = name or (base if count == 0 else f"{base}_{count}")
 
     # -- the layer-like call -------------------------------------------------------------
-    def __call__(self, *inputs, seed: int = 0):
+    def __call__(self, *inputs, seed: int | None = None):
         lo, hi = self.arity
         if not lo <= len(inputs) <= hi:
             want = str(lo) if lo == hi else f"{lo} or {hi}"
@@ -62,14 +64,19 @@ class Op:
                             "and concrete populations; pass one kind")
         tensors = [tf.convert_to_tensor(x) for x in inputs]
         for t in tensors:
+            check_gene_dtype(type(self).__name__, t.dtype)
             if len(t.shape) < 2:
                 raise ValueError(f"{type(self).__name__}: a population needs shape (individuals, "
                                  f"*genome), got shape {tuple(t.shape)}; for one genome use x[None]")
         if len({t.shape[0] for t in tensors}) > 1:
             raise ValueError(f"{type(self).__name__}: input populations differ in size: "
                              f"{[t.shape[0] for t in tensors]}")
+        if tensors[0].shape[0] == 0:
+            raise ValueError(f"{type(self).__name__}: the population is empty (shape {tuple(tensors[0].shape)}); "
+                             "it needs at least one individual")
         self.check(*[GenomeSpec(tuple(t.shape[1:]), t.dtype) for t in tensors])
-        return self.apply(tensors, rng.key(seed), Rows.all(tensors[0].shape[0]))
+        key = rng.key(secrets.randbits(64) if seed is None else seed)
+        return self.apply(tensors, key, Rows.all(tensors[0].shape[0]))
 
     # -- what subclasses define ----------------------------------------------------------
     def check(self, *specs: GenomeSpec) -> GenomeSpec:
@@ -111,6 +118,29 @@ class Op:
                     if kind == "integer" else "use BitFlipMutation or RandomValueMutation for integer genomes")
             raise TypeError(f"{type(self).__name__} needs {kind} genomes, got dtype "
                             f"{spec.dtype.name}; {hint}")
+
+
+class Mating(Op):
+    """An op that crosses each child with a mate, with probability ``probability`` per child.
+
+    A child that is not crossed is a copy of its parent (to be mutated by later ops), as in
+    the textbook GA's crossover probability; the default 1.0 crosses every child.
+    """
+
+    arity = (1, 2)
+
+    def __init__(self, probability: float = 1.0, name: str | None = None):
+        super().__init__(name)
+        self.probability = check_rate(type(self).__name__, probability, "probability")
+
+    def crossed(self, key: tf.Tensor, rows: Rows) -> tf.Tensor | None:
+        """bool (B,): which children are crossed; None when all are."""
+        if self.probability >= 1.0:
+            return None
+        return rng.uniform(rng.fold_in(key, 3), rows, ()) < self.probability
+
+    def config(self) -> dict:
+        return {"probability": self.probability} if self.probability < 1.0 else {}
 
 
 def _fmt(v: Any) -> str:

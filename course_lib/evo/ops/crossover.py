@@ -1,7 +1,8 @@
 """Crossover ops: uniform, single-point and two-point.
 
 Every child takes each gene from its parent or from its mate at the same position;
-the mate and the mask (or cut points) are drawn per individual. Each op only says
+the mate and the mask (or cut points) are drawn per individual. With ``probability``
+below 1, a child is crossed with that probability and is otherwise its parent's copy. Each op only says
 which genes come from the mate (as bools, or as packed words for 0/1 genomes); the
 blending is shared.
 """
@@ -12,14 +13,13 @@ import tensorflow as tf
 
 from course_lib.evo import packed, rng
 from course_lib.evo.graph import GenomeSpec
-from course_lib.evo.ops.base import Op, partner_rows
+from course_lib.evo.ops.base import Mating, partner_rows
 from course_lib.evo.rng import Rows
 
 
-class Crossover(Op):
+class Crossover(Mating):
     """Children from a parent population and mates (from the same population or a second one)."""
 
-    arity = (1, 2)
     packable = True
 
     def mate_genes(self, key: tf.Tensor, rows: Rows, spec: GenomeSpec) -> tf.Tensor:
@@ -34,12 +34,19 @@ class Crossover(Op):
         x = rows.take(inputs[0])
         mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
         spec = GenomeSpec(tuple(x.shape[1:]), x.dtype)
-        return tf.where(self.mate_genes(rng.fold_in(key, 2), rows, spec), mate, x)
+        take = self.mate_genes(rng.fold_in(key, 2), rows, spec)
+        crossed = self.crossed(key, rows)
+        if crossed is not None:
+            take &= tf.reshape(crossed, (rows.size,) + (1,) * len(spec.shape))
+        return tf.where(take, mate, x)
 
     def apply_packed(self, inputs, key, rows, spec):
         x = rows.take(inputs[0])
         mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
         m = self.mate_words(rng.fold_in(key, 2), rows, spec)
+        crossed = self.crossed(key, rows)
+        if crossed is not None:
+            m = tf.where(crossed[:, None], m, tf.zeros([], tf.uint32))
         return (x & ~m) | (mate & m)
 
 

@@ -14,7 +14,7 @@ import math
 import tensorflow as tf
 
 from course_lib.evo import packed, rng
-from course_lib.evo.graph import GenomeSpec
+from course_lib.evo.graph import GenomeSpec, check_fits
 from course_lib.evo.ops.base import Op, check_rate
 from course_lib.evo.rng import Rows
 
@@ -129,17 +129,23 @@ class RandomValueMutation(Op):
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low >= high:
             raise ValueError(f"RandomValueMutation needs integers low < high (values in [low, high)), "
                              f"got low={low!r}, high={high!r}")
+        if high - low > 2**31:
+            raise ValueError(f"RandomValueMutation draws from at most 2**31 values, got [{low}, {high}); "
+                             "narrow the range")
         self.low, self.high = low, high
 
     def check(self, *specs):
         self.require(specs[0], "integer")
+        check_fits(type(self).__name__, self.low, self.high, specs[0].dtype)
         return specs[0]
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
         spec = _spec(x)
-        values = rng.integers(rng.fold_in(key, 4), rows, spec.shape, self.high - self.low) + self.low
-        return tf.where(_picked(self.rate, spec, key, rows), tf.cast(values, x.dtype), x)
+        wide = tf.uint64 if x.dtype == tf.uint64 else tf.int64  # holds low + draw for every gene dtype
+        draw = rng.integers(rng.fold_in(key, 4), rows, spec.shape, self.high - self.low)
+        values = tf.cast(tf.cast(draw, wide) + tf.constant(self.low, wide), x.dtype)
+        return tf.where(_picked(self.rate, spec, key, rows), values, x)
 
     def config(self):
         return {"rate": self.rate, "low": self.low, "high": self.high}

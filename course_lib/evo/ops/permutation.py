@@ -10,7 +10,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from course_lib.evo import rng
-from course_lib.evo.ops.base import Op, check_rate, partner_rows
+from course_lib.evo.graph import check_fits
+from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
 from course_lib.evo.rng import Rows
 
 
@@ -25,6 +26,7 @@ class _PermutationOp(Op):
         if len(spec.shape) != 1 or spec.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs 1-D permutation genomes of length >= 2, "
                              f"got genome shape {spec.shape}")
+        check_fits(type(self).__name__, 0, spec.shape[0], spec.dtype)
         return spec
 
 
@@ -90,15 +92,14 @@ def inverse_permutation(x: tf.Tensor) -> tf.Tensor:
     return tf.argsort(x, axis=1, stable=True)
 
 
-class OrderCrossover(_PermutationOp):
+class OrderCrossover(_PermutationOp, Mating):
     """Order crossover (OX): a segment from the parent, the other genes in the mate's order.
 
     The child keeps parent[a:b] in place; the remaining positions, from b onwards
     (wrapping), get the mate's genes that are not in that segment, in the mate's order
-    starting at b. The result is always a permutation.
+    starting at b. The result is always a permutation. With ``probability`` below 1 a
+    child is crossed with that probability, otherwise a copy of its parent.
     """
-
-    arity = (1, 2)
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
@@ -109,12 +110,16 @@ class OrderCrossover(_PermutationOp):
         where_in_x = inverse_permutation(x)
         # the mate read from position b onwards, wrapping
         rotated = tf.gather(mate, (pos + b) % length, batch_dims=1)
-        at = tf.gather(where_in_x, rotated, batch_dims=1)
+        at = tf.gather(where_in_x, tf.cast(rotated, tf.int32), batch_dims=1)  # genes as indices: any int dtype
         keep = (at < a) | (at >= b)  # genes not already in the parent's segment
         order = tf.argsort(tf.where(keep, pos, pos + length), axis=1)  # kept ones first, in order
         kept = tf.gather(rotated, order, batch_dims=1)
         fill = tf.gather(kept, (pos - b) % length, batch_dims=1)
-        return tf.where((pos >= a) & (pos < b), x, fill)
+        keep_parent = (pos >= a) & (pos < b)
+        crossed = self.crossed(key, rows)
+        if crossed is not None:
+            keep_parent |= ~crossed[:, None]
+        return tf.where(keep_parent, x, fill)
 
 
 if __name__ == "__main__":
