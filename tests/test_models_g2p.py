@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from course_lib import bench
 from course_lib.models import g2p
 
 
@@ -123,6 +124,39 @@ def test_latency_table_has_a_row_per_path_and_a_column_per_batch_size(trained):
     per_path = g2p.latency_table({"naive": naive, "graph": g2p.greedy_decoder(result.model)}, held.words, (2,),
                                  repeats={"naive": 1, "graph": 2})
     assert len(per_path.comparisons[2]["naive"].times_s) == 1 and len(per_path.comparisons[2]["graph"].times_s) == 2
+
+
+def test_inference_widget_runs_every_path_at_the_chosen_batch(trained):
+    result, held = trained
+    fns = {"one graph": g2p.greedy_decoder(result.model), "naive": g2p.paths(result.model)["naive, tf.function"]}
+    widget = g2p.inference_widget(fns, held.words, (1, 3), repeats=2)
+    comparison = widget.run(words_per_call=3)
+    assert comparison.names == ["one graph", "naive"] and comparison.params == {"words_per_call": 3}
+    assert all(len(t.times_s) == 2 for t in comparison.timings)  # the same repeats for every path
+    with pytest.raises(ValueError, match="need at least 50 words"):
+        g2p.inference_widget(fns, held.words[:5], (1, 50))
+
+
+def _comparison(k, **medians):
+    timings = [bench.Timing(name, first_call_s=m, times_s=[m], number=1) for name, m in medians.items()]
+    return bench.Comparison(timings, baseline=timings[0].name, params={"words": k})
+
+
+def test_gains_credit_the_largest_step_from_the_measurement():
+    table = g2p.LatencyTable({1: _comparison(1, eager=0.4, graph=0.02, loop=0.004),
+                              20: _comparison(20, eager=0.5, graph=0.025, loop=0.008)})
+    gains = dict(table.gains())
+    assert gains["eager -> graph (20 words per call)"] == pytest.approx(20)
+    assert gains["graph -> loop (20 words per call)"] == pytest.approx(3.125)
+    assert gains["loop: 20 words per call instead of 1, per word"] == pytest.approx(0.004 / (0.008 / 20))
+    assert str(table.largest_gain()).endswith("the largest single gain here: eager -> graph (20 words per call), 20x")
+    restructured = g2p.LatencyTable({20: _comparison(20, eager=0.5, graph=0.4, loop=0.004)})
+    assert "the largest single gain here: graph -> loop" in str(restructured.largest_gain())
+
+
+def test_loss_curve_draws_each_step_and_a_moving_mean():
+    ax = g2p.loss_curve(np.linspace(4, 1, 50))
+    assert len(ax.lines) == 2 and len(ax.lines[1].get_xdata()) == 31
 
 
 def test_thread_settings_run_in_a_fresh_process(trained):

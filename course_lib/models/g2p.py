@@ -240,6 +240,24 @@ def train(model: G2P, lexicon: Lexicon, *, steps: int = 300, batch_size: int = 6
     return losses
 
 
+def loss_curve(losses: Sequence[float], ax=None, *, title: str = "training loss"):
+    """The loss of every training step, with a moving average over 20 steps."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 2.8), layout="constrained")
+    losses = np.asarray(losses, float)
+    ax.plot(losses, color="#bbbbbb", linewidth=0.8, label="each step")
+    if len(losses) >= 20:
+        smooth = np.convolve(losses, np.ones(20) / 20, mode="valid")
+        ax.plot(np.arange(19, len(losses)), smooth, color="#1f77b4", label="mean of 20 steps")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("cross-entropy per phoneme")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    return ax
+
+
 def accuracy(predicted: Sequence[Sequence[str]], reference: Sequence[Sequence[str]]) -> float:
     """Fraction of words whose whole pronunciation is right."""
     return float(np.mean([list(p) == list(r) for p, r in zip(predicted, reference)]))
@@ -426,6 +444,27 @@ def latency_table(fns: Mapping[str, Callable], words: Sequence[str], batch_sizes
     return LatencyTable(results)
 
 
+def inference_widget(fns: Mapping[str, Callable], words: Sequence[str], batch_sizes: Sequence[int] = (1, 7, 20),
+                     *, repeats: int = 5):
+    """The live widget over the inference paths: time per call on the first ``words`` words, one run per
+    batch size (its ``words`` knob). Every path gets the same timed repeats, the slowest included."""
+    from course_lib.widgets import SpeedupWidget
+
+    _check_batch_sizes(words, batch_sizes)
+    if not fns:
+        raise ValueError("inference_widget needs at least one path, e.g. g2p.paths(model)")
+    words = list(words)
+
+    def builder(fn: Callable):
+        def build(words_per_call: int = batch_sizes[0]):
+            return functools.partial(fn, tf.constant(encode_words(words[:words_per_call])))
+        return build
+
+    return SpeedupWidget({name: builder(fn) for name, fn in fns.items()},
+                         sizes={"words_per_call": list(batch_sizes)}, repeats=repeats,
+                         title="g2p inference paths, time per call")
+
+
 def _check_batch_sizes(words: Sequence[str], batch_sizes: Sequence[int]) -> None:
     if isinstance(words, str):
         raise TypeError(f"words must be a list of words, got the string {words!r}")
@@ -452,6 +491,28 @@ class LatencyTable:
 
     def speedup(self, name: str, words: int) -> float:
         return self.comparisons[words].speedup(name)
+
+    def gains(self) -> list[tuple[str, float]]:
+        """What each change bought: every path over the one listed before it, at the largest batch (one run),
+        and batching, read as the per-word gain of the last path from the smallest batch to the largest."""
+        small, large = min(self.comparisons), max(self.comparisons)
+        last = self.comparisons[large]
+        out = [(f"{before} -> {after} ({large} words per call)", last.speedup(after, over=before))
+               for before, after in zip(last.names, last.names[1:])]
+        if small != large:
+            name = last.names[-1]
+            out.append((f"{name}: {large} words per call instead of {small}, per word",
+                        (self.ms(name, small) / small) / (self.ms(name, large) / large)))
+        return out
+
+    def largest_gain(self) -> bench.Verdicts:
+        """Each change's gain, and which one was the largest on this machine, as sentences."""
+        gains = self.gains()
+        if not gains:
+            return bench.Verdicts(["only one path and one batch size: nothing to compare"])
+        best, ratio = max(gains, key=lambda g: g[1])
+        return bench.Verdicts([f"{step}: {bench.ratio_text(r)}" for step, r in gains]
+                              + [f"the largest single gain here: {best}, {bench.ratio_text(ratio)}"])
 
     def rows(self) -> list[dict]:
         names = next(iter(self.comparisons.values())).names
