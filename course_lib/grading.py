@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +64,12 @@ class Report:
         return "\n".join(lines)
 
 
-def lecture_of(path: Path) -> str:
+EXERCISES = ROOT / "exercises"
+
+
+def lecture_of(path: Path, exercises_dir: Path = EXERCISES) -> str:
     """The lecture number of a course exercise notebook (or a copy of one); a clear error otherwise."""
-    known = sorted(p.name for p in (ROOT / "exercises").glob("[0-9][0-9]_*.ipynb"))
+    known = sorted(p.name for p in exercises_dir.glob("[0-9][0-9]_*.ipynb"))
     if path.suffix != ".ipynb" or path.name not in known:
         raise GradingError(f"{path} is not one of the course's exercise notebooks: grade exercises/NN_topic.ipynb "
                            f"or a copy with the same name ({', '.join(known[:3])}, ...)")
@@ -119,10 +121,11 @@ def _results(report: Path) -> dict[str, dict]:
     return found
 
 
-def grade_notebook(path: str | os.PathLike, *, timeout: int = 600) -> Report:
-    """Execute a copy of the exercise notebook at ``path`` and grade every exercise of its lecture."""
+def grade_notebook(path: str | os.PathLike, *, timeout: int = 600, exercises_dir: Path = EXERCISES) -> Report:
+    """Execute a copy of the exercise notebook at ``path`` and grade every exercise of its lecture
+    (``exercises_dir`` holds the notebooks it may be a copy of)."""
     path = Path(path)
-    lecture = lecture_of(path)
+    lecture = lecture_of(path, exercises_dir)
     try:
         exercises = checks.exercises_of(lecture)
     except ValueError as exc:
@@ -131,13 +134,10 @@ def grade_notebook(path: str | os.PathLike, *, timeout: int = 600) -> Report:
         nb = nbformat.read(path, as_version=4)
     except Exception as exc:  # JSON or schema errors
         raise GradingError(f"{path} is not a readable notebook: {exc}") from None
-    scratch = Path(tempfile.mkdtemp(prefix="course-check-"))  # the kernel's working folder; the file is never written
-    try:
-        report = scratch / "report.jsonl"
-        _execute(nb, scratch, report, timeout)
+    with tempfile.TemporaryDirectory(prefix="course-check-") as scratch:  # the kernel's working folder
+        report = Path(scratch) / "report.jsonl"
+        _execute(nb, Path(scratch), report, timeout)  # nb is an in-memory copy: the file is never written
         results = _results(report)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     rows = []
     for ex in exercises:
         entry = results.get(ex.key)
