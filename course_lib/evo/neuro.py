@@ -404,7 +404,7 @@ class Curve:
     """Test accuracy against wall time (from the call, compilation included) and evaluations."""
 
     name: str
-    unit: str                  # what ``evaluations`` counts
+    unit: tuple[str, str]      # what ``evaluations`` counts: (one, several)
     seconds: list
     evaluations: list
     accuracy: list
@@ -413,13 +413,16 @@ class Curve:
         """The index of the first point at or above ``target``, or None."""
         return next((i for i, a in enumerate(self.accuracy) if a >= target), None)
 
+    def count(self, i: int) -> str:
+        n = self.evaluations[i]
+        return f"{n:,} {self.unit[0] if n == 1 else self.unit[1]}"
+
     def sentence(self, target: float) -> str:
         i = self.reached(target)
         if i is None:
             return (f"{self.name}: did not reach {target:.0%} test accuracy in {self.seconds[-1]:.3g} s "
-                    f"({self.evaluations[-1]:,} {self.unit}; best {max(self.accuracy):.1%})")
-        return (f"{self.name}: reached {target:.0%} test accuracy after {self.seconds[i]:.3g} s and "
-                f"{self.evaluations[i]:,} {self.unit}")
+                    f"({self.count(-1)}; best {max(self.accuracy):.1%})")
+        return f"{self.name}: reached {target:.0%} test accuracy after {self.seconds[i]:.3g} s and {self.count(i)}"
 
 
 class _Clock(cb_lib.Callback):
@@ -440,7 +443,8 @@ class _Clock(cb_lib.Callback):
 def ga_curve(model: Model, fitness: Classification, population, generations: int, x_test, y_test,
              every: int = 25, name: str = "GA") -> tuple[Curve, object]:
     """Evolve and record the best network's test accuracy every ``every`` generations."""
-    curve = Curve(name, "networks evaluated on the training set", [], [], [])
+    curve = Curve(name, ("network evaluated on the training set", "networks evaluated on the training set"),
+                  [], [], [])
     clock = _Clock(curve, time.perf_counter(), lambda g: float(fitness.accuracy(g[None], x_test, y_test)[0]),
                    len(population), every)
     result = model.evolve(population, generations=generations, callbacks=[clock])
@@ -465,7 +469,8 @@ class _EpochClock(keras.callbacks.Callback):
 def fit_curve(model: keras.Model, x_train, y_train, x_test, y_test, epochs: int = 20, batch_size: int = 32,
               learning_rate: float = 1e-2, name: str = "Keras fit (Adam)") -> Curve:
     """Train ``model`` with gradient descent, recording test accuracy after every epoch."""
-    curve = Curve(name, "passes over the training set (forward and backward)", [], [], [])
+    curve = Curve(name, ("epoch (a forward and backward pass over the training set)",
+                        "epochs (each a forward and backward pass over the training set)"), [], [], [])
     model.compile(optimizer=keras.optimizers.Adam(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     start = time.perf_counter()
@@ -475,14 +480,15 @@ def fit_curve(model: keras.Model, x_train, y_train, x_test, y_test, epochs: int 
 
 
 def race_verdicts(curves: Sequence[Curve], target: float) -> bench.Verdicts:
-    """Sentences read from the curves: when each reached ``target``, and the ratios between the first two."""
+    """Sentences read from the curves: when each reached ``target``, and how much sooner the first of
+    the first two got there, in wall time."""
     sentences = [c.sentence(target) for c in curves]
     if len(curves) >= 2:
-        a, b = curves[0], curves[1]
-        i, j = a.reached(target), b.reached(target)
+        (a, i), (b, j) = sorted(((c, c.reached(target)) for c in curves[:2]),
+                                key=lambda p: p[0].seconds[p[1]] if p[1] is not None else float("inf"))
         if i is not None and j is not None:
-            sentences.append(f"{b.name} against {a.name} to {target:.0%}: "
-                             f"{bench.ratio_text(a.seconds[i] / b.seconds[j])} the speed in wall time")
+            sentences.append(f"{a.name} reached {target:.0%} {b.seconds[j] / a.seconds[i]:.3g}x sooner in wall "
+                             f"time than {b.name}")
     return bench.Verdicts(sentences)
 
 
@@ -590,14 +596,14 @@ def plot_race(curves: Sequence[Curve], target: float, axes=None):
         _, axes = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
     for c in curves:
         axes[0].plot(c.seconds, c.accuracy, marker=".", label=c.name)
-        axes[1].plot(c.evaluations, c.accuracy, marker=".", label=f"{c.name}: {c.unit}")
+        axes[1].plot(c.evaluations, c.accuracy, marker=".", label=f"{c.name}: {c.unit[1]}")
     for ax in axes:
         ax.axhline(target, color="gray", linestyle="--", linewidth=0.8)
         ax.set_ylabel("test accuracy")
     axes[0].set_xlabel("wall time from the call (s), compilation included")
     axes[1].set_xlabel("network evaluations over the training set")
     axes[1].set_xscale("log")
-    axes[1].legend(fontsize="small")
+    axes[1].legend(fontsize="small", loc="center")
     return axes
 
 
