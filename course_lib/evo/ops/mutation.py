@@ -26,9 +26,11 @@ class GeneMask:
     """The genes a per-gene ``rate`` picks in each genome of ``size`` genes.
 
     Sparse form: a count k ~ Binomial(size, rate) per genome, exact up to 2**-32 (a
-    uint32 word against the CDF's thresholds), then k positions drawn with
-    replacement (a repeated position is picked once). Dense form: one word per gene
-    against ``rate * 2**32``. Both forms give the same picks as bools or packed words.
+    uint32 word against the CDF's thresholds), then k distinct positions, a uniform
+    k-subset by Floyd's algorithm, so each gene is picked with probability ``rate``
+    exactly (drawing with replacement would merge repeats and pick fewer). Dense form:
+    one word per gene against ``rate * 2**32``. Both forms give the same picks as bools
+    or packed words.
     """
 
     def __init__(self, rate: float, size: int):
@@ -51,12 +53,24 @@ class GeneMask:
         return out
 
     def _positions(self, key: tf.Tensor, rows: Rows) -> tuple[tf.Tensor, tf.Tensor]:
-        """Positions (B, K) int32 and whether each is used (B, K)."""
+        """Distinct positions (B, K) int32 and whether each is used (B, K).
+
+        Floyd's algorithm for a ``count``-subset of range(size): step i draws t in [0, j],
+        j = size - count + i, and takes j instead if t was taken before (j never was).
+        """
         word = rng.bits(rng.fold_in(key, 1), rows, ())
         count = tf.reduce_sum(tf.cast(word[:, None] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
         k = len(self.thresholds)
-        pos = rng.integers(rng.fold_in(key, 2), rows, (k,), self.size)
-        return pos, tf.range(k)[None, :] < count[:, None]
+        words = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (k,)), tf.uint64)
+        picks = []
+        for i in range(k):  # K is small (sparse); unrolled
+            j = tf.minimum(self.size - count + i, self.size - 1)  # clamped where step i is unused (i >= count)
+            t = tf.cast(tf.bitwise.right_shift(words[:, i] * tf.cast(j + 1, tf.uint64), tf.constant(32, tf.uint64)),
+                        tf.int32)  # uniform in [0, j] (multiply-high)
+            if picks:
+                t = tf.where(tf.reduce_any(tf.stack(picks, 1) == t[:, None], axis=1), j, t)
+            picks.append(t)
+        return tf.stack(picks, 1), tf.range(k)[None, :] < count[:, None]
 
     def _dense(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         threshold = tf.constant(math.floor(self.rate * 2**32), tf.uint32)
