@@ -1,11 +1,22 @@
-"""The course in a real JupyterLab: lecture 00 and its live speedup widget, solution 00, `make lab`.
+"""The course in a real JupyterLab: the lectures' live speedup widgets, solution 00, `make lab`.
 
 papermill and nbval run the notebooks without a browser; this test proves that they also work
 where the reader uses them. It starts Lab on 127.0.0.1 (token on, free port, throw-away settings
-and runtime folders; see course_lib.lab), drives it with Playwright in the system's headless
-Chromium (installed with apt-get when missing and we are root; never downloaded by Playwright),
-runs every cell, presses the widget's Run button, and saves screenshots under build/screenshots/.
-It skips only where Chromium is absent and cannot be installed.
+and runtime folders, the course's kernel config; see course_lib.lab), drives it with Playwright in
+the system's headless Chromium (installed with apt-get when missing and we are root; never
+downloaded by Playwright), runs every cell with Run > Run All Cells, presses a widget's Run button,
+checks that its chart and table change, and saves screenshots under build/screenshots/. It also
+checks that no TensorFlow log line reaches a cell's output in Lab. It skips only where Chromium is
+absent and cannot be installed.
+
+Which lectures: every lecture whose committed run displayed a speedup widget qualifies, but running
+them all in a browser takes longer than `make test` can afford on two cores. So each run checks
+lecture 00 in full (controls, sizes, variants) and **one other widget lecture, rotating by the day**
+(the day's ordinal modulo their number), so that over consecutive days every one is covered;
+COURSE_BROWSER_LECTURES=all (or a comma-separated list of numbers, e.g. 04,12) checks those instead.
+Lectures run at their fastest setting (REPEATS = 1, injected after the parameters cell as papermill
+would), and the rotating check presses Run with the first variant only, which is the cheapest run
+that still redraws both chart and table.
 
 Notebooks run from copies with their outputs stripped, so everything checked was produced live
 and Lab's autosave never touches the committed notebooks.
@@ -13,6 +24,7 @@ and Lab's autosave never touches the committed notebooks.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import secrets
@@ -28,7 +40,9 @@ import psutil
 import pytest
 from playwright.sync_api import Error as PlaywrightError, Page, expect, sync_playwright
 
-from course_lib import lab
+from course_lib import lab, lectures
+from course_lib.widgets import CSS_CLASS
+from test_notebook_hygiene import TF_LOG
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "build" / "screenshots"
@@ -36,7 +50,34 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LECTURE, SOLUTION = "00_welcome_and_setup.ipynb", "solutions/00_welcome_and_setup.ipynb"
-WIDGET = ".widget-vbox:has(> .widget-hbox button.widget-button)"  # the SpeedupWidget's outer box
+WIDGET = f".{CSS_CLASS}"  # the SpeedupWidget's outer box
+FASTEST = "REPEATS = 1"   # what tests/test_lecture_runs.py injects too
+
+
+def widget_lectures() -> list[Path]:
+    """Lectures whose committed run displayed a speedup widget (a Run button in the saved widget state)."""
+    found = []
+    for lec in lectures.lectures():
+        state = nbformat.read(lec.path, as_version=4).metadata.get("widgets", {})
+        models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {}).values()
+        if any(m.get("model_name") == "ButtonModel" and m.get("state", {}).get("description") == "Run"
+               for m in models):
+            found.append(lec.path)
+    return found
+
+
+def rotation(found: list[Path], spec: str, today: datetime.date) -> list[Path]:
+    """The widget lectures this run checks besides lecture 00 (see the module's docstring)."""
+    others = [p for p in found if p.name != LECTURE]
+    if spec == "all":
+        return others
+    if spec:
+        wanted = {n.strip().zfill(2) for n in spec.split(",")}
+        return [p for p in others if p.name[:2] in wanted]
+    return [others[today.toordinal() % len(others)]] if others else []
+
+
+ROTATING = rotation(widget_lectures(), os.environ.get("COURSE_BROWSER_LECTURES", ""), datetime.date.today())
 
 # JavaScript run in the page; `window.jupyterapp` exists because the server runs with
 # --expose-app-in-browser, so the checks read Lab's notebook model rather than guess from pixels.
@@ -111,18 +152,29 @@ def browser(chromium):
             browser.close()
 
 
+def stripped_copy(src: Path, dest: Path, fastest: bool) -> None:
+    """``src`` without outputs at ``dest``; with ``fastest``, REPEATS = 1 injected after its parameters cell."""
+    nb = nbformat.read(src, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("widgets", None)
+    if fastest:
+        at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+        assert "REPEATS" in nb.cells[at].source, f"{src.name} has no REPEATS parameter to make it fast"
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"# injected by tests/test_browser.py\n{FASTEST}"))
+    dest.parent.mkdir(exist_ok=True)
+    nbformat.write(nb, dest)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """Lab serving stripped copies of lecture 00 and solution 00."""
+    """Lab serving stripped copies of lecture 00, solution 00 and this run's rotating lectures."""
     root = tmp_path_factory.mktemp("lab-root")
-    for src, dest in [(ROOT / "notebooks" / LECTURE, root / LECTURE), (ROOT / SOLUTION, root / SOLUTION)]:
-        nb = nbformat.read(src, as_version=4)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-        nb.metadata.pop("widgets", None)
-        dest.parent.mkdir(exist_ok=True)
-        nbformat.write(nb, dest)
+    stripped_copy(ROOT / "notebooks" / LECTURE, root / LECTURE, fastest=False)
+    stripped_copy(ROOT / SOLUTION, root / SOLUTION, fastest=False)
+    for path in ROTATING:
+        stripped_copy(path, root / path.name, fastest=True)
     # The kernel should see what a reader's kernel sees: conftest's headless Agg backend would
     # hide inline figures.
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
@@ -148,19 +200,25 @@ def page(browser):
 
 # -- helpers -------------------------------------------------------------------------------------------
 
-def open_and_run_all(page: Page, server: lab.Server, path: str) -> list[dict]:
-    """Open ``path`` in Lab, run all cells from the Run menu, wait for the kernel; return the code cells."""
+def open_and_run_all(page: Page, server: lab.Server, path: str, timeout_s: float = 90) -> list[dict]:
+    """Open ``path`` in Lab, run all cells from the Run menu, wait for the kernel; return the code cells.
+
+    Fails on a cell that raised, a widget Lab could not display, or a TensorFlow log line in an output.
+    """
     page.goto(server.link(f"lab/workspaces/{Path(path).stem}-{secrets.token_hex(4)}/tree/{path}"))  # fresh workspace
     page.wait_for_function(JS_NOTEBOOK_READY, arg=path, timeout=60_000)
     page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # room for the widget
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
-    page.wait_for_function(JS_ALL_RAN, timeout=90_000, polling=250)
+    page.wait_for_function(JS_ALL_RAN, timeout=timeout_s * 1000, polling=250)
     cells = page.evaluate(JS_CODE_CELLS)
     errors = [f"cell {c['index']}: {o['ename']}: {o['evalue']}"
               for c in cells for o in c["outputs"] if o["output_type"] == "error"]
     assert not errors, "cells raised in Lab:\n" + "\n".join(errors)
     assert page.get_by_text("Error displaying widget").count() == 0
+    logs = [f"cell {c['index']}: {line[:120]}" for c in cells for o in c["outputs"] if o["output_type"] == "stream"
+            for line in o["text"].splitlines() if TF_LOG.search(line)]
+    assert not logs, "TensorFlow log lines reached the notebook in Lab:\n" + "\n".join(logs)
     return cells
 
 
@@ -227,6 +285,32 @@ def test_lecture_00_widget_runs_in_lab(page, server):
     widget.evaluate("box => box.scrollIntoView({block: 'start'})")
     page.mouse.move(0, 0)  # no hover highlight in the picture
     shoot(page, "lecture00.png")
+
+
+@pytest.mark.timeout(420, func_only=True)
+@pytest.mark.parametrize("lecture", ROTATING, ids=[p.stem for p in ROTATING])
+def test_widget_lecture_runs_all_then_run_redraws(page, server, lecture):
+    """Run All, then Run again with the first variant only: chart and table change, no error in the widget."""
+    open_and_run_all(page, server, lecture.name, timeout_s=300)
+    widget = page.locator(WIDGET).first
+    expect(widget).to_be_visible()
+    table, chart = widget.locator(".widget-html-content table"), widget.locator(".widget-output img")
+    label = widget.locator(".widget-hprogress .widget-label")
+    expect(label).to_have_text("done")
+    table_before, chart_before = table.inner_html(), chart.get_attribute("src")
+
+    boxes = widget.locator(".widget-checkbox input")
+    for i in range(1, boxes.count()):
+        boxes.nth(i).uncheck()
+    widget.locator("button.widget-button", has_text="Run").click()
+    expect(table.locator("tr")).to_have_count(2, timeout=180_000)  # header + the first variant
+    expect(label).to_have_text("done", timeout=180_000)
+    assert "What to do" not in widget.inner_text(), widget.inner_text()
+    assert table.inner_html() != table_before, "Run did not redraw the table"
+    assert chart.get_attribute("src") != chart_before, "Run did not redraw the chart"
+    widget.evaluate("box => box.scrollIntoView({block: 'start'})")
+    page.mouse.move(0, 0)
+    shoot(page, f"{lecture.stem}.png")
 
 
 @pytest.mark.timeout(90, func_only=True)
