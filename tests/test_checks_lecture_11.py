@@ -7,7 +7,7 @@ from course_lib import bench, checks, evo
 from course_lib.evo import rng
 from course_lib.evo.rng import Rows
 
-POPULATION = evo.population.random_integers((256, 64), low=0, high=10, seed=0)
+POPULATION = evo.population.random_integers((128, 64), low=0, high=10, seed=0)
 KEY = rng.fold_in(rng.key(0), 1)
 
 

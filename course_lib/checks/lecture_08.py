@@ -38,9 +38,8 @@ def one_call_for_seven_words(one_by_one, batched, words, decoder):
 
 @exercise("08", 2, "what batching buys",
           "bench.compare takes a dict of zero-argument functions; the encoded inputs are in singles and together.",
-          "One variant loops over singles calling decoder on each and returns the list of results; the "
-          "other calls decoder once on together. ms_per_word reads the batched variant's median from the "
-          "same comparison.")
+          "Each variant must return what its decoder calls produced, so that bench forces it; ms_per_word "
+          "reads the batched variant's median from batching and shares it among the words.")
 def what_batching_buys(variants, batching, ms_per_word, decoder, singles, together):
     names = ["one word per call", "7 words per call"]
     method.variants_named(variants, names)

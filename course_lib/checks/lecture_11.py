@@ -50,9 +50,8 @@ def creep_mutation(CreepMutation, population):
 
 @exercise("11", 2, "measure it as evolve runs it",
           "Lecture 11's pitfall: a key captured by the timed function is a constant the compiler folds away.",
-          "children(x, key) calls op.apply with Rows.all; tf.function(children) and tf.function(children, "
-          "jit_compile=True) are called with (population, KEY) as arguments; count the operations of the "
-          "autograph function's concrete function for those arguments.")
+          "Compile children itself (not a function of x alone), so the key stays an argument; each variant "
+          "passes population and KEY; n_ops comes from autograph's concrete function for those arguments.")
 def measure_as_evolve(children, autograph, xla, variants, creep, n_ops, population, key):
     other = rng.fold_in(key, 7)
     expected = _run("children(population, KEY)", children, population, key)
