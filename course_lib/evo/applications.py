@@ -170,16 +170,19 @@ def local_search(tour, distances) -> np.ndarray:
 
 
 def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 0.5,
-              selection=None, local_search=()) -> evo.Model:
+              selection=None, local_search=(), crossover_probability: float = 1.0) -> evo.Model:
     """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
     move) of a share ``mutation_rate`` of the children, tour length to minimise, elitist
-    selection by default. Children left unmutated pass on their parents' good stretches intact.
+    selection by default. Children left unmutated pass on their parents' good stretches intact;
+    with ``crossover_probability`` below 1 the others are copies of their parent before mutation.
 
     ``local_search``: ops (e.g. ``memetic_ops()``: ``evo.ops.TwoOpt``, ``evo.ops.OrOpt``) that
     improve every child after mutation, inside the same compiled generation: a memetic GA."""
     xy = np.asarray(coordinates)
     inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
-    x = evo.ops.OrderCrossover()(inputs)
+    crossover = evo.ops.OrderCrossover() if crossover_probability == 1.0 else \
+        evo.ops.OrderCrossover(probability=crossover_probability)
+    x = crossover(inputs)
     x = evo.ops.InversionMutation(rate=mutation_rate)(x)
     local_search = (local_search,) if isinstance(local_search, evo.ops.Op) else tuple(local_search)
     for op in local_search:
@@ -239,13 +242,15 @@ def plot_tour(coordinates, tour, ax=None, title: str | None = None):
 @dataclass
 class Trace:
     """The best tour length a method had found against wall time: ``seconds`` since it started
-    (building and compiling included), ``lengths`` the best so far at each point."""
+    (building and compiling included), ``lengths`` the best so far at each point; ``cpu_s`` the
+    processor time it used (on a busy machine, wall time includes waiting for a core)."""
 
     method: str
     seconds: list
     lengths: list
     tour: np.ndarray
     work: str
+    cpu_s: float
 
     def length_at(self, seconds: float) -> float:
         """The best length found by ``seconds`` (inf before the first)."""
@@ -268,7 +273,7 @@ def multi_start(distances, budget_s: float, *, starts: int | None = None, seed: 
     n = d.shape[0]
     rng = np.random.default_rng(seed)
     cities_ = rng.permutation(n)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     seconds, lengths, best, descents = [], [], None, 0
     while (starts is None or descents < starts) and (time.perf_counter() - t0 < budget_s or not descents):
         first = (nearest_neighbour_tour(d, start=int(cities_[descents % n])) if start == "nearest"
@@ -283,7 +288,7 @@ def multi_start(distances, budget_s: float, *, starts: int | None = None, seed: 
         seconds.append(elapsed)
         lengths.append(tour_length(best, d))
     return Trace(f"{'nearest neighbour' if start == 'nearest' else 'random'} + 2-opt + or-opt (NumPy)",
-                 seconds, lengths, best, f"{len(seconds)} descents")
+                 seconds, lengths, best, f"{len(seconds)} descents", time.process_time() - cpu0)
 
 
 class _Clock(evo.callbacks.Callback):
@@ -292,23 +297,25 @@ class _Clock(evo.callbacks.Callback):
     def __init__(self, t0: float, budget_s: float):
         self.t0, self.budget_s, self.seconds, self.lengths = t0, budget_s, [], []
 
-    def _record(self, run):
+    def on_evolve_begin(self, run):
         self.seconds.append(time.perf_counter() - self.t0)
         self.lengths.append(run.best_fitness)
-        run.stop = run.stop or self.seconds[-1] >= self.budget_s
 
-    on_evolve_begin = on_chunk_end = _record
+    def on_chunk_end(self, run):
+        self.on_evolve_begin(run)
+        run.stop = run.stop or self.seconds[-1] >= self.budget_s
 
 
 def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 10) -> Trace:
     """Run ``make_model()`` on ``population`` until the budget is spent (checked every ``chunk``
-    generations); the clock starts before the model is built, so compiling counts."""
-    t0 = time.perf_counter()
+    generations, at least one chunk); the clock starts before the model is built, so compiling counts."""
+    t0, cpu0 = time.perf_counter(), time.process_time()
     model = make_model()
     clock = _Clock(t0, budget_s)
     result = model.evolve(population, generations=10**7, chunk=chunk, callbacks=[clock])
     return Trace(method, clock.seconds, clock.lengths, result.best,
-                 f"{result.generations} generations of {np.asarray(population).shape[0]}")
+                 f"{result.generations} generations of {np.asarray(population).shape[0]}",
+                 time.process_time() - cpu0)
 
 
 def memetic_ops(or_opt: bool = True, **two_opt) -> tuple:
@@ -333,13 +340,14 @@ def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512,
 
 
 def quality_table(traces: dict, budget_s: float) -> list[dict]:
-    """One row per method: its best length at the budget, how far above the shortest of all,
-    and when it first came within 1% of that shortest length."""
+    """One row per method: its best length at the budget (inf: none yet), how far above the
+    shortest of all, when it first came within 1% of that, when it ended and the CPU time it used."""
     at = {name: t.length_at(budget_s) for name, t in traces.items()}
     shortest = min(at.values())
-    return [{"method": name, "work": t.work, "length": at[name],
+    return [{"method": name, "work": t.work, "length": round(at[name], 4),
              "% above shortest": round(100 * (at[name] / shortest - 1), 2),
-             "s to within 1%": round(t.time_to(1.01 * shortest), 2)}
+             "s to within 1%": round(t.time_to(1.01 * shortest), 2),
+             "ended at s": round(t.seconds[-1], 2), "CPU s": round(t.cpu_s, 2)}
             for name, t in traces.items()]
 
 
@@ -359,6 +367,97 @@ def plot_time_to_quality(runs: dict, ax=None):
         panel.set_title(title, fontsize=9)
         panel.legend(fontsize=8)
     return ax
+
+
+def time_to_quality_reading(title: str, traces: dict, budget_s: float) -> str:
+    """What the measurement says, in words: each method's best length at the budget against the
+    multi-start local search's, and when the memetic GA first matched it."""
+    names = list(traces)
+    base = names[0]
+    reference = traces[base].length_at(budget_s)
+    parts = []
+    for name in names[1:]:
+        length = traces[name].length_at(budget_s)
+        change = 100 * (length / reference - 1)
+        parts.append(f"the {name} had no tour yet (still compiling)" if math.isinf(length) else
+                     f"the {name}'s best tour was {abs(change):.1f}% {'longer' if change > 0 else 'shorter'} "
+                     f"({length:.3f})")
+    matched = traces[names[-1]].time_to(reference)
+    when = (f"; the {names[-1]} first matched the local search after {matched:.1f} s, compile included"
+            if matched <= budget_s else f"; the {names[-1]} did not match the local search within {budget_s:g} s")
+    return (f"{title}: after {budget_s:g} s, against {traces[base].work} of {base} (best {reference:.3f}), "
+            + " and ".join(parts) + when + ".")
+
+
+def knob_effects(traces: dict, budget_s: float) -> list[str]:
+    """One sentence per GA setting against the first (the reference setting): how much shorter or
+    longer its best tour was at the budget, and how many generations it ran."""
+    names = list(traces)
+    base = traces[names[0]].length_at(budget_s)
+    lines = []
+    for name in names[1:]:
+        length = traces[name].length_at(budget_s)
+        if math.isinf(length) or math.isinf(base):
+            lines.append(f"{name}: no comparison, a run had no tour within {budget_s:g} s (still compiling)")
+            continue
+        change = 100 * (length / base - 1)
+        verdict = (f"{abs(change):.1f}% {'longer' if change > 0 else 'shorter'}" if abs(change) >= 0.5
+                   else "within 0.5% of it")
+        lines.append(f"{name}: best {length:.3f} after {budget_s:g} s, {verdict} ({traces[name].work})")
+    return [f"reference, {names[0]}: best {base:.3f} after {budget_s:g} s ({traces[names[0]].work})"] + lines
+
+
+KNOB_REFERENCE = {"population": 256, "mutation_rate": 0.5, "tournament": 2, "elitism": 1, "crossover": 1.0}
+
+
+def knob_traces(coordinates, budget_s: float, settings: dict, seed: int = 0, chunk: int = 10) -> dict:
+    """Time to quality of the plain GA with tournament selection, once per setting: ``settings``
+    maps a name to changes of ``KNOB_REFERENCE`` (population, mutation_rate, tournament size,
+    elitism: the best parents kept, crossover: its probability); each runs for ``budget_s``."""
+    xy = np.asarray(coordinates)
+    traces = {}
+    for name, changes in settings.items():
+        unknown = set(changes) - set(KNOB_REFERENCE)
+        if unknown:
+            raise ValueError(f"unknown GA knob(s) {sorted(unknown)}; knobs are {', '.join(KNOB_REFERENCE)}")
+        k = {**KNOB_REFERENCE, **changes}
+        selection = (evo.selection.Tournament(size=k["tournament"], elitism=k["elitism"]) if k["elitism"]
+                     else evo.selection.Tournament(size=k["tournament"]))
+
+        def make(k=k, selection=selection):
+            return tsp_model(xy, seed=seed, mutation_rate=k["mutation_rate"], selection=selection,
+                             crossover_probability=k["crossover"])
+
+        traces[name] = ga_trace(name, make, tour_population(k["population"], xy.shape[0], seed), budget_s, chunk)
+    return traces
+
+
+def tsp_variants(generations: int, seed: int = 0) -> tuple[dict, dict]:
+    """``SpeedupWidget`` builders (knob: ``cities``) for one nearest neighbour + 2-opt descent in
+    NumPy, ``generations`` of the plain GA (population 256) and of the memetic GA (population 32),
+    and a dict that each timed call fills with the best length it found."""
+    lengths, city_set = {}, cities  # the builders' knob is also called cities
+
+    def descent(cities: int):
+        d = distance_matrix(city_set("random", cities, seed))
+
+        def run():
+            lengths["NN + 2-opt (NumPy)"] = tour_length(two_opt(nearest_neighbour_tour(d), d), d)
+        return run
+
+    def ga(name, population, **options):
+        def build(cities: int):
+            xy = city_set("random", cities, seed)
+            model = tsp_model(xy, seed=seed, **options)
+            start = tour_population(population, cities, seed)
+
+            def run():
+                lengths[name] = model.evolve(start, generations=generations).best_fitness
+            return run
+        return build
+
+    return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", 256),
+             "memetic GA": ga("memetic GA", 32, local_search=memetic_ops())}, lengths)
 
 
 # -- 0/1 knapsack ----------------------------------------------------------------------------------
