@@ -322,7 +322,7 @@ class Work:
 
         probe = 32
         per_iteration = bench.measure(lambda: run(tf.constant(probe)), repeats=3).median_s / probe
-        self.ms = float(ms)
+        self.ms, self.size = float(ms), size
         self.iterations = max(1, round(ms / 1e3 / per_iteration))
         self._run, self._n = run, tf.constant(self.iterations)
 
@@ -330,7 +330,7 @@ class Work:
         return self._run(self._n)
 
     def __repr__(self) -> str:
-        return f"Work({self.ms:g} ms: {self.iterations} products of 256x256 matrices)"
+        return f"Work({self.ms:g} ms: {self.iterations} products of {self.size}x{self.size} matrices)"
 
 
 # -- simulated latency ----------------------------------------------------------------------------
