@@ -494,13 +494,13 @@ class LatencyTable:
 
     def gains(self) -> list[tuple[str, float]]:
         """What each change bought: every path over the one listed before it, at the largest batch (one run),
-        and batching, read as the per-word gain of the last path from the smallest batch to the largest."""
+        and batching, read as the per-word gain of the fastest path from the smallest batch to the largest."""
         small, large = min(self.comparisons), max(self.comparisons)
         last = self.comparisons[large]
         out = [(f"{before} -> {after} ({large} words per call)", last.speedup(after, over=before))
                for before, after in zip(last.names, last.names[1:])]
         if small != large:
-            name = last.names[-1]
+            name = min(last.names, key=lambda n: last[n].median_s)
             out.append((f"{name}: {large} words per call instead of {small}, per word",
                         (self.ms(name, small) / small) / (self.ms(name, large) / large)))
         return out

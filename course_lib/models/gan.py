@@ -679,7 +679,7 @@ def bench_journey(argv: list[str]) -> int:
     parser.add_argument("--images", type=int, default=MNIST_IMAGES, help="images in the dataset file the "
                         "first step reloads (MNIST has 60,000)")
     parser.add_argument("--batch", type=int, default=64, help="batch of the eager and first tf.function steps")
-    parser.add_argument("--big-batch", type=int, default=2048, help="batch of the later steps (the study's 2048)")
+    parser.add_argument("--big-batch", type=int, default=256, help="batch of the later steps (the study used 2048)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per step")
     parser.add_argument("--rounds", type=int, default=2, help="alternating fresh processes per auto-clustering variant")
     parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (fresh processes)")
