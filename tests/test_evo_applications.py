@@ -76,6 +76,69 @@ def test_the_tsp_ga_finds_the_optimal_circle_tour():
     assert app.tour_length(result.best, app.distance_matrix(xy)) == pytest.approx(result.best_fitness, rel=1e-5)
 
 
+def brute_force_or_opt_best(t, d):
+    """The best or-opt change over every segment (1-3 cities), place and orientation, by re-measuring."""
+    n, best = len(t), 0.0
+    for i in range(n):
+        for length in (1, 2, 3):
+            rest = np.roll(t, -i)
+            segment, others = rest[:length], rest[length:]
+            for cut in range(1, len(others)):
+                for seg in (segment, segment[::-1]):
+                    moved = np.concatenate([others[:cut], seg, others[cut:]])
+                    best = min(best, app.tour_length(moved, d) - app.tour_length(t, d))
+    return best
+
+
+def test_local_search_ends_where_no_two_opt_or_or_opt_move_helps():
+    xy = app.cities("random", 14, seed=5)
+    d = app.distance_matrix(xy)
+    start = np.random.default_rng(0).permutation(14)
+    tour = app.local_search(start, d)
+    assert app.is_tour(tour, 14)
+    assert app.tour_length(tour, d) < app.tour_length(app.two_opt(start, d), d) + 1e-9
+    np.testing.assert_array_equal(app.two_opt(tour, d), tour)
+    assert brute_force_or_opt_best(tour, d) > -1e-9  # with 13 neighbours every place is a candidate
+    assert brute_force_or_opt_best(app.two_opt(start, d), d) < -1e-9  # or-opt had work to do here
+    with pytest.raises(ValueError, match="or_opt needs a tour"):
+        app.or_opt(np.zeros(14, int), d)
+
+
+def test_multi_start_counts_descents_and_keeps_the_best():
+    d = app.distance_matrix(app.cities("random", 20, seed=1))
+    trace = app.multi_start(d, float("inf"), starts=5, seed=2)
+    assert trace.work == "5 descents" and len(trace.seconds) == 5
+    assert trace.lengths == sorted(trace.lengths, reverse=True)  # best so far never gets worse
+    assert app.tour_length(trace.tour, d) == pytest.approx(trace.lengths[-1])
+    assert trace.length_at(-1) == np.inf and trace.time_to(trace.lengths[-1]) <= trace.seconds[-1]
+    random_starts = app.multi_start(d, float("inf"), starts=2, start="random")
+    assert random_starts.method.startswith("random")
+    with pytest.raises(ValueError, match="start must be"):
+        app.multi_start(d, 1.0, start="greedy")
+
+
+def test_quality_table_and_readings_follow_the_numbers():
+    tour = np.arange(5)
+    traces = {"local search": app.Trace("local search", [0.1, 0.5], [10.0, 9.0], tour, "2 descents", 0.5),
+              "GA": app.Trace("GA", [2.0, 3.0], [12.0, 9.9], tour, "20 generations of 8", 3.0),
+              "memetic GA": app.Trace("memetic GA", [2.0, 2.5, 6.0], [11.0, 8.5, 8.0], tour, "30 generations of 4", 5.0)}
+    rows = {r["method"]: r for r in app.quality_table(traces, 4.0)}
+    assert rows["memetic GA"]["length"] == 8.5 and rows["memetic GA"]["% above shortest"] == 0.0
+    assert rows["GA"]["% above shortest"] == pytest.approx(16.47, abs=0.01)
+    assert rows["local search"]["s to within 1%"] == np.inf and rows["memetic GA"]["s to within 1%"] == 2.5
+    text = app.time_to_quality_reading("5 cities", traces, 4.0)
+    assert "GA's best tour was 10.0% longer" in text and "memetic GA's best tour was 5.6% shorter" in text
+    assert "first matched the local search after 2.5 s" in text
+    assert "no tour yet" in app.time_to_quality_reading("x", traces, 1.0)
+    lines = app.knob_effects({"reference": traces["GA"], "other": traces["memetic GA"]}, 4.0)
+    assert lines[1].startswith("other: best 8.500") and "14.1% shorter" in lines[1]
+
+
+def test_knob_traces_reject_unknown_knobs():
+    with pytest.raises(ValueError, match="unknown GA knob"):
+        app.knob_traces(app.cities("random", 10), 1.0, {"x": {"learning_rate": 0.1}})
+
+
 def test_a_tour_plot_draws_the_closed_tour():
     xy = app.cities("grid", 16)
     ax = app.plot_tour(xy, app.nearest_neighbour_tour(app.distance_matrix(xy)), title="nn")
