@@ -62,11 +62,13 @@ def test_networks_per_second(measured):
     assert "bench.measure" in fail(2, **dict(ok, timing=timing.median_s), rate=64 / timing.median_s)
 
 
-def test_predict_rates():
-    right = {neuro.PER_INDIVIDUAL: "about the same", neuro.XLA: "higher"}
-    assert fail(3, prediction=right) is None
-    assert "per-individual" in fail(3, prediction=dict(right, **{neuro.PER_INDIVIDUAL: "higher"}))
-    assert "per-individual" in fail(3, prediction=dict(right, **{neuro.PER_INDIVIDUAL: "lower"}))
-    assert "XLA" in fail(3, prediction=dict(right, **{neuro.XLA: "about the same"}))
-    assert "one of" in fail(3, prediction=dict(right, **{neuro.XLA: "faster"}))
-    assert "keys" in fail(3, prediction={neuro.XLA: "higher"})
+def test_loop_work():
+    returns = np.array([[10.0, 12.0], [30.0, 8.0], [9.0, 11.0]])  # the longest episode: 30 steps
+    ok = dict(returns=returns, steps=500)
+    right = dict(iterations=30, simulated=180, useful_share=80 / 180)
+    assert fail(3, **right, **ok) is None
+    assert "always run" in fail(3, **dict(right, iterations=500, simulated=3000, useful_share=80 / 3000), **ok)
+    assert "average" in fail(3, **dict(right, iterations=13, simulated=78, useful_share=80 / 78), **ok)
+    assert "already failed" in fail(3, **dict(right, simulated=80, useful_share=1.0), **ok)
+    assert "useful_share" in fail(3, **dict(right, useful_share=80 / 3000), **ok)
+    assert "whole number" in fail(3, **dict(right, iterations=30.0), **ok)

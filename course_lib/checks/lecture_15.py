@@ -1,18 +1,13 @@
-"""Checkers for lecture 15, neuroevolution: the genome's layout, networks per second, and how the
-per-network rate of each way of evaluating a population moves with its size."""
+"""Checkers for lecture 15, neuroevolution: the genome's layout, networks per second, and the work of
+a batched cart-pole episode loop."""
 
 from __future__ import annotations
-
-from typing import Mapping
 
 import numpy as np
 
 from course_lib import bench
 from course_lib.checks import exercise, method
 from course_lib.evo import neuro
-
-CHOICES = ("lower", "about the same", "higher")
-
 
 def _kernel_case():
     """A chain with no square kernel, so a transposed reshape cannot pass by accident."""
@@ -65,20 +60,25 @@ def networks_per_second(forward, timing, rate, population):
     method.close(rate, expected, "rate", rel=1e-6)
 
 
-@exercise("15", 3, "predict how the rates move with the population",
-          "Lecture 15's widget section: what does each variant pay per network, and what once per call?",
-          "Count the calls: one Keras call (with its weights loaded) per network, against one call for the "
-          "whole population; which costs are shared when the population grows?")
-def predict_rates(prediction):
-    assert isinstance(prediction, Mapping), f"prediction should be a dict, got {type(prediction).__name__}"
-    wanted = [neuro.PER_INDIVIDUAL, neuro.XLA]
-    assert sorted(prediction) == sorted(wanted), f"prediction should have the keys {wanted}, got {list(prediction)}"
-    for name, value in prediction.items():
-        assert value in CHOICES, f"prediction[{name!r}] should be one of {CHOICES}, got {value!r}"
-    keras_calls, xla = prediction[neuro.PER_INDIVIDUAL], prediction[neuro.XLA]
-    assert keras_calls == "about the same", \
-        (f"per-individual Keras calls: {keras_calls!r} is not what their mechanism gives: what does one more "
-         "network add to the time of a population?")
-    assert xla == "higher", \
-        (f"XLA: {xla!r} is not what its mechanism gives: one call evaluates every network; which of its costs "
-         "grow with the population, and which do not?")
+@exercise("15", 3, "predict the work of a batched episode loop",
+          "Lecture 15, cart-pole: the whole episode is one tf.while_loop over every policy and episode at once; "
+          "read its condition in course_lib.evo.cartpole.rollout.",
+          "The loop runs while any episode is still running (and at most `steps` times), and each pass steps "
+          "every episode of every policy; a failed episode is frozen with tf.where, which still computes it.")
+def loop_work(iterations, simulated, useful_share, returns, steps):
+    r = np.asarray(bench.force(returns))
+    for value, name in ((iterations, "iterations"), (simulated, "simulated")):
+        assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \
+            f"{name} should be a whole number, got {type(value).__name__}"
+    want = int(min(r.max(), steps))
+    if iterations == steps and want < steps:
+        raise AssertionError(f"iterations is {iterations}: does the loop always run `steps` times?")
+    if abs(iterations - r.mean()) < 1 and want != iterations:
+        raise AssertionError(f"iterations is {iterations}, about the average return: does the loop stop when an "
+                             "average episode has failed?")
+    assert iterations == want, f"iterations is {iterations}; what ends the loop?"
+    if simulated == int(r.sum()):
+        raise AssertionError("simulated counts only the steps of running episodes; what does one pass of the loop "
+                             "compute for an episode that has already failed?")
+    assert simulated == want * r.size, f"simulated is {simulated}; how many episodes does one pass step?"
+    method.close(useful_share, float(r.sum()) / simulated, "useful_share", rel=1e-6)

@@ -3,7 +3,7 @@
 A genome is the flat weight vector of a Keras model made of Dense layers (each kernel,
 then its bias, layer by layer). The fitnesses here never call the Keras model: they slice
 the population's genomes (P, G) into per-layer weights with a population axis, (P, in, out),
-and run all P networks at once with batched matrix products (``einsum``), so a generation's
+and run all P networks at once with a few large products (see ``Layout.apply``), so a generation's
 evaluation is a few large operations instead of P small model calls, and it compiles with
 XLA inside ``evolve`` like any other fitness (and shards under a ``tf.distribute`` strategy).
 
@@ -215,11 +215,11 @@ def _each_loaded(model: keras.Model, genomes):
 def mlp(inputs: int, hidden: Sequence[int], outputs: int, activation: str = "tanh",
         output_activation: str | None = None, seed: int = 0) -> keras.Sequential:
     """A small Dense network, e.g. ``mlp(64, [16], 10)`` for the digits, ``mlp(4, [8], 1)`` for cart-pole."""
-    keras.utils.set_random_seed(seed)
-    layers = [keras.Input(shape=(inputs,))]
-    layers += [keras.layers.Dense(h, activation=activation) for h in hidden]
-    layers.append(keras.layers.Dense(outputs, activation=output_activation))
-    return keras.Sequential(layers)
+    widths = [*hidden, outputs]
+    layers = [keras.layers.Dense(units, activation=activation if i < len(hidden) else output_activation,
+                                 kernel_initializer=keras.initializers.GlorotUniform(seed=seed * 1000 + i))
+              for i, units in enumerate(widths)]
+    return keras.Sequential([keras.Input(shape=(inputs,)), *layers])
 
 
 # -- fitnesses ----------------------------------------------------------------------------------
@@ -239,8 +239,8 @@ class Networks(Fitness):
 class Classification(Networks):
     """Mean log-likelihood of the true class over ``x, y`` (maximise; 0 is perfect).
 
-    The model's last layer gives class scores (logits); a softmax last activation is read as
-    probabilities. The log-likelihood, unlike accuracy, rewards every small step towards the
+    The model's last layer gives class scores (logits); with a softmax last activation, its
+    input is read as the logits. The log-likelihood, unlike accuracy, rewards every small step towards the
     right class, which gives selection something to work with from the first generation.
     """
 
