@@ -184,6 +184,23 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
     return outcomes
 
 
+def _machine_quietly(log: Path) -> dict:
+    """``bench.machine()``, with the C++ log of TensorFlow's import in this process sent to ``log``, not the terminal."""
+    from course_lib.bench import machine
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    terminal = os.dup(2)
+    try:
+        with open(log, "ab") as fh:
+            os.dup2(fh.fileno(), 2)
+            try:
+                return machine()
+            finally:
+                os.dup2(terminal, 2)
+    finally:
+        os.close(terminal)
+
+
 def key_results(path: Path) -> list[str]:
     """HTML fragments of the outputs of cells tagged ``key-result``."""
     nb = nbformat.read(path, as_version=4)
@@ -216,9 +233,9 @@ def render_html(notebook: Path) -> Path:
 
 def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
     """One page: each lecture's key results and figure, the machine, links to HTML renderings of the notebooks."""
-    from course_lib.bench import machine, machine_summary
+    from course_lib.bench import machine_summary
 
-    info = machine()
+    info = _machine_quietly(output_dir / "logs" / "runner.log")
     sections = []
     for o in outcomes:
         page = render_html(o.output) if o.output.exists() else o.output
