@@ -176,7 +176,19 @@ def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
             ("ShuffleMutation", lambda n: ops.ShuffleMutation(), "permutation"),
             ("OrderCrossover", lambda n: ops.OrderCrossover(), "permutation"),
         ],
+        "local_search": [
+            ("TwoOpt", lambda n: _on_random_cities(ops.TwoOpt(), n), "permutation"),
+            ("OrOpt", lambda n: _on_random_cities(ops.OrOpt(), n), "permutation"),
+        ],
     }
+
+
+def _on_random_cities(op, n: int):
+    """A local-search op with the distances of n random cities attached (as Model.compile does)."""
+    from course_lib.evo import fitness
+
+    op.attach(fitness.TSP(coordinates=np.random.default_rng(0).uniform(0, 1, (n, 2))))
+    return op
 
 
 def op_variants(label: str, n: int, length: int):

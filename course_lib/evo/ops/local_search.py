@@ -259,3 +259,9 @@ class OrOpt(_LocalSearch):
 
     def config(self):
         return {**super().config(), "segment": self.segment}
+
+
+if __name__ == "__main__":
+    from course_lib.evo.benchmarks import op_module_main
+
+    raise SystemExit(op_module_main("local_search"))
