@@ -1,9 +1,10 @@
 """Local search for tours, compiled with the rest of the generation: a memetic GA.
 
 ``TwoOpt`` improves each child by 2-opt moves (reverse a segment: two edges out, two
-in). A move is scored by its length change alone, four gathers from the distance
-matrix, never by re-measuring the tour, so scoring a batch of candidate moves per
-individual costs O(candidates) and applying the chosen ones O(L). Candidates are
+in), ``OrOpt`` by or-opt moves (move one to three consecutive cities elsewhere, kept or
+reversed). A move is scored by its length change alone, four (2-opt) or six (or-opt)
+gathers from the distance matrix, never by re-measuring the tour, so scoring a batch of
+candidate moves per individual costs O(candidates) and applying the chosen ones O(L). Candidates are
 random, drawn per individual from the counter-based generator (batched, chunked and
 resumed runs stay bit-identical), and by default biased towards promising moves: one
 new edge joins a city to one of its nearest neighbours, as 2-opt with neighbour lists
