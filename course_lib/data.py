@@ -809,8 +809,8 @@ class Diagnosis:
         else:
             out.append("training took no longer than the longer half alone: the shorter half was hidden "
                        "completely")
-        out.append({"input": "the input is the larger part: a faster model would not help; fix the pipeline",
-                    "compute": "the compute is the larger part: the pipeline keeps up; the model sets the pace",
+        out.append({"input": "the input is the larger part: a faster model would help little; fix the pipeline first",
+                    "compute": "the compute is the larger part: the model is the bigger lever",
                     "neither": "the time beyond input plus compute is larger than either: look at the "
                                "breakdown below before optimising either half"}[self.bound])
         train, alone = self.epochs.get("training"), self.epochs.get("compute only")
