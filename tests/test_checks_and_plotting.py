@@ -56,6 +56,8 @@ def test_grade_steps_through_the_hints_and_reports(lecture_97, tmp_path, monkeyp
 def test_summary_and_failure(lecture_97, capsys):
     assert checks.summary("97").splitlines() == ["… 97.1   square (its check cell has not run)",
                                                  "… 97.2   anything (its check cell has not run)", "score: 0 of 2"]
+    checks.grade("97", 1, lambda: dict(y=8, x=3))
+    assert checks.summary("97").splitlines()[0] == "✗ 97.1   square"  # wrong, not "has not run"
     checks.grade("97", 1, lambda: dict(y=9, x=3))
     checks.grade("97", 2, lambda: dict(z=0))
     assert checks.summary("97").endswith("score: 2 of 2")

@@ -145,8 +145,8 @@ def summary(lecture: str) -> str:
     rows = []
     exs = exercises_of(lecture)
     for ex in exs:
-        status = ex.last.status if ex.last else UNANSWERED
-        note = "" if ex.last else " (its check cell has not run)"
+        status = ex.last.status if ex.last is not None else UNANSWERED  # a failed result is falsy
+        note = "" if ex.last is not None else " (its check cell has not run)"
         rows.append(f"{status} {ex.key:<6} {ex.title}{note}")
     passed = sum(1 for ex in exs if ex.last and ex.last.passed)
     text = "\n".join(rows + [f"score: {passed} of {len(exs)}"])
