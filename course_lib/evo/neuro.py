@@ -553,7 +553,7 @@ def bench_neuro(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="course bench neuro", description=bench_neuro.__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="population sizes")
-    parser.add_argument("--keras-max", type=int, default=256,
+    parser.add_argument("--keras-max", type=int, default=64,
                         help="largest population timed with per-individual Keras calls (their time grows "
                              "linearly; a rate per network does not depend on the population)")
     parser.add_argument("--episodes", type=int, default=4)
