@@ -84,15 +84,17 @@ def test_look_inside():
         return (v - tf.reduce_mean(v)) / spread
 
     data = tf.constant([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0])
-    assert "empty" in failure(3, seen_spreads=seen)
+    assert "empty" in failure(3, spread=2.0, seen_spreads=seen)
     standardise(data)
-    assert "only symbolic tensors" in failure(3, seen_spreads=seen)
+    assert "only symbolic tensors" in failure(3, spread=2.0, seen_spreads=seen)
     with graphs.eagerly():
         standardise(data)
-    assert failure(3, seen_spreads=seen) is None
+    assert failure(3, spread=float(seen[-1]), seen_spreads=seen) is None
+    assert "as a float" in failure(3, spread=2.5, seen_spreads=seen)
+    assert "should be a number" in failure(3, spread=seen[-1], seen_spreads=seen)
     tf.config.run_functions_eagerly(True)
     try:
-        assert "still run eagerly" in failure(3, seen_spreads=seen)
+        assert "still run eagerly" in failure(3, spread=float(seen[-1]), seen_spreads=seen)
     finally:
         tf.config.run_functions_eagerly(False)
 

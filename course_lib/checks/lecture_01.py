@@ -48,11 +48,13 @@ def train_step_as_graph(train_step_graph, losses):
           "Look at lecture 01's section on debugging: what runs a tf.function's Python body on every call?",
           "Use the course's context manager that runs functions eagerly only inside a with block, and call "
           "standardise(data) inside it.")
-def look_inside(seen_spreads):
+def look_inside(spread, seen_spreads):
     assert seen_spreads, "seen_spreads is empty: standardise has not run yet"
     values = [float(s) for s in seen_spreads if hasattr(s, "numpy")]
     assert values, "only symbolic tensors were collected (a graph's Python runs only while tracing): run the function eagerly"
-    assert abs(values[-1] - 2.0) < 1e-6, f"the last spread collected is {values[-1]}; the spread of data is 2.0"
+    answers.number(spread, "spread")
+    assert spread == values[-1], "spread should be the last value standardise collected in seen_spreads, as a float"
+    assert abs(spread - 2.0) < 1e-6, f"the spread collected is {spread}; the spread of data is 2.0"
     assert not tf.config.functions_run_eagerly(), \
         "functions still run eagerly everywhere: switch it back on afterwards (a with block does that)"
 
