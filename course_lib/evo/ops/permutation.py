@@ -102,15 +102,16 @@ class OrderCrossover(_PermutationOp, Mating):
     """
 
     def apply(self, inputs, key, rows):
-        x = rows.take(inputs[0])
-        mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
+        # genes serve as indices: int32 whatever the gene dtype (gather, argsort take no int8, uint*)
+        x = tf.cast(rows.take(inputs[0]), tf.int32)
+        mate = tf.cast(partner_rows(inputs, rng.fold_in(key, 1), rows), tf.int32)
         length = x.shape[1]
         a, b = _segment(rng.fold_in(key, 2), rows, length)
         pos = tf.range(length)[None, :]
         where_in_x = inverse_permutation(x)
         # the mate read from position b onwards, wrapping
         rotated = tf.gather(mate, (pos + b) % length, batch_dims=1)
-        at = tf.gather(where_in_x, tf.cast(rotated, tf.int32), batch_dims=1)  # genes as indices: any int dtype
+        at = tf.gather(where_in_x, rotated, batch_dims=1)
         keep = (at < a) | (at >= b)  # genes not already in the parent's segment
         order = tf.argsort(tf.where(keep, pos, pos + length), axis=1)  # kept ones first, in order
         kept = tf.gather(rotated, order, batch_dims=1)
@@ -119,7 +120,7 @@ class OrderCrossover(_PermutationOp, Mating):
         crossed = self.crossed(key, rows)
         if crossed is not None:
             keep_parent |= ~crossed[:, None]
-        return tf.where(keep_parent, x, fill)
+        return tf.cast(tf.where(keep_parent, x, fill), inputs[0].dtype)
 
 
 if __name__ == "__main__":
