@@ -77,6 +77,7 @@ def _exercises(args) -> int:
 
 
 def _check(args) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # the checkers import TensorFlow: no INFO lines
     from course_lib import grading
 
     try:
