@@ -3,7 +3,6 @@ eagerly, predict what tracing does to a Python loop."""
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from course_lib import graphs
