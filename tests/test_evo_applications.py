@@ -115,6 +115,9 @@ def test_multi_start_counts_descents_and_keeps_the_best():
     assert random_starts.method.startswith("random")
     with pytest.raises(ValueError, match="start must be"):
         app.multi_start(d, 1.0, start="greedy")
+    with pytest.raises(ValueError, match="clock must be one of wall, cpu"):
+        app.multi_start(d, 1.0, clock="gpu")
+    assert app.multi_start(d, float("inf"), starts=1, clock="cpu").clock == "cpu"
 
 
 def test_quality_table_and_readings_follow_the_numbers():
