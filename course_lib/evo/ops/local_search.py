@@ -104,7 +104,7 @@ class _LocalSearch(_PermutationOp):
             order = np.argsort(matrix + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :k]
             self.nearest = tf.constant(order.reshape(-1), tf.int32)
 
-    def __call__(self, *inputs, seed: int = 0):
+    def __call__(self, *inputs, seed: int | None = None):
         """As ``Op.__call__``; concrete tours are checked to be permutations first."""
         for x in inputs:
             if not isinstance(x, SymbolicTensor):
