@@ -2,15 +2,16 @@
 
 The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
 Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN on one A100 went from 237
-images/s, with the whole training set read again from disk every step, to about 2,200 once the data
+images/s, with the whole dataset read again from disk every step, to about 2,200 once the data
 was loaded once, about 18,000 with TensorFlow ops in one ``tf.function`` at batch 64, about 89,000 at
 batch 2048 and about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those
 figures, and only those, are the study's (``STUDY_IMAGES_PER_S``); they are compared with this machine
 only as step-to-step ratios (``journey_ratios``), never as rates on one axis.
 
-The course's dataset has MNIST's shape: ``dataset_file`` writes 60,000 28x28 images, drawn from the 1,797
-bundled digits, upsampled and shifted, as one compressed file, so reloading it every step costs what the
-study's mistake cost (reading and decoding a training set), not a few milliseconds.
+The course's dataset has MNIST's shape: ``dataset_file`` writes 70,000 28x28 images (MNIST's training and test
+sets together, both of which the study's reload returned), drawn from the 1,797 bundled digits, upsampled and
+shifted, as one compressed file, so reloading it every step costs what the study's mistake cost (reading and
+decoding the dataset), not a few milliseconds.
 
 Each step of the journey is a function of one GAN built by ``make_step``. All of them run the
 same training math (``update``: one forward pass, both networks updated); they differ in how the
@@ -40,7 +41,7 @@ from course_lib import bench, xla
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_DIR = ROOT / "build" / "profiles" / "06_gan"
 DATA_DIR = ROOT / "build" / "data" / "gan"
-MNIST_IMAGES = 60_000  # MNIST's training set, the size of the file the study's step reloaded
+MNIST_IMAGES = 70_000  # MNIST's 60,000 training and 10,000 test images: the study's get_dataset() read both
 
 SIZES = (8, 16, 28)
 REAL_LABEL = 0.9  # one-sided label smoothing: the discriminator is told "0.9 real", never certain
@@ -677,7 +678,7 @@ def bench_journey(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="course bench gan", description=bench_journey.__doc__)
     parser.add_argument("--size", type=int, default=28, choices=SIZES, help="image size (28 is MNIST's)")
     parser.add_argument("--images", type=int, default=MNIST_IMAGES, help="images in the dataset file the "
-                        "first step reloads (MNIST has 60,000)")
+                        "first step reloads (MNIST has 60,000 + 10,000)")
     parser.add_argument("--batch", type=int, default=64, help="batch of the eager and first tf.function steps")
     parser.add_argument("--big-batch", type=int, default=256, help="batch of the later steps (the study used 2048)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per step")
