@@ -431,7 +431,8 @@ def knob_effects(traces: dict, budget_s: float) -> list[str]:
         verdict = (f"{abs(change):.1f}% {'longer' if change > 0 else 'shorter'}" if abs(change) >= 0.5
                    else "within 0.5% of it")
         lines.append(f"{name}: best {length:.3f} after {budget_s:g} s, {verdict} ({traces[name].work})")
-    return [f"reference, {names[0]}: best {base:.3f} after {budget_s:g} s ({traces[names[0]].work})"] + lines
+    return [f"{names[0]} (what the others are read against): best {base:.3f} after {budget_s:g} s "
+            f"({traces[names[0]].work})"] + lines
 
 
 KNOB_REFERENCE = {"population": 256, "mutation_rate": 0.5, "tournament": 2, "elitism": 1, "crossover": 1.0}
