@@ -28,7 +28,8 @@ from course_lib.evo.ops.permutation import _PermutationOp
 from course_lib.evo.rng import Rows
 
 # a move is applied when it shortens the tour by more than this share of the longest distance:
-# float32 rounding of four distances stays far below it, so no accepted move lengthens a tour
+# float32 rounding of the four (2-opt) or six (or-opt) distances stays far below it, so no accepted
+# move lengthens a tour
 TOLERANCE = 1e-6
 
 
@@ -133,7 +134,11 @@ class _LocalSearch(_PermutationOp):
         neighbours; never i), and one value in [0, c) per further choice c; one draw each."""
         n = tours.shape[1]
         k = n - 1 if self.nearest is None else self.nearest.shape[0] // n
-        draw = rng.integers(key, rows, (self.candidates,), n * k * math.prod(choices))
+        count = n * k * math.prod(choices)
+        if count > 2**31:
+            raise ValueError(f"{type(self).__name__}: {n} cities are too many to draw moves among all pairs; "
+                             "give neighbours= (e.g. 8) to draw them among each city's nearest")
+        draw = rng.integers(key, rows, (self.candidates,), count)
         values = []
         for c in reversed(choices):
             draw, value = draw // c, draw % c
