@@ -178,7 +178,7 @@ class Comparison:
         ratio = self.speedup(name, over)
         if not self.apart(name, over):
             return f"{name} against {over}: no measurable difference ({ratio_text(ratio)}, quartiles overlap)"
-        direction = f"{ratio:.3g}x faster than" if ratio >= 1 else f"{1 / ratio:.3g}x slower than"
+        direction = f"{ratio_text(ratio)} faster than" if ratio >= 1 else f"{ratio_text(1 / ratio)} slower than"
         return f"{name}: {direction} {over} (quartiles apart)"
 
     def verdicts(self) -> "Verdicts":
@@ -233,9 +233,12 @@ class Comparison:
 
 def ratio_text(ratio: float) -> str:
     """A speedup as a reader can read it: "2.31x", "0.25x", and "226x slower" where "0.00x" would hide it."""
+    def number(x: float) -> str:
+        return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
     if ratio >= 0.1:
-        return f"{ratio:.3g}x"
-    return f"{1 / ratio:.3g}x slower"
+        return f"{number(ratio)}x"
+    return f"{number(1 / ratio)}x slower"
 
 
 @dataclass

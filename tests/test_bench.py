@@ -95,3 +95,24 @@ def test_bad_input_gives_clear_errors():
         bench.measure(42, name="x")
     with pytest.raises(KeyError, match="no variant 'c'"):
         bench.compare({"a": lambda: 1}, repeats=1)["c"]
+
+
+def _timing(name, times):
+    return bench.Timing(name=name, first_call_s=times[0], times_s=list(times), number=1)
+
+
+def test_verdicts_are_read_from_the_measurement():
+    c = bench.Comparison([_timing("naive", [1.0, 1.1, 1.2, 1.3, 1.4]),
+                          _timing("prefetch", [0.5, 0.52, 0.55, 0.57, 0.6]),
+                          _timing("cache", [1.05, 1.15, 1.2, 1.25, 1.35])], baseline="naive")
+    assert c.verdict("prefetch") == "prefetch: 2.18x faster than naive (quartiles apart)"
+    assert c.verdict("cache").startswith("cache against naive: no measurable difference (1x")
+    assert c.verdict("naive", over="prefetch") == "naive: 2.18x slower than prefetch (quartiles apart)"
+    assert str(c.verdicts()).splitlines() == [f"- {c.verdict('prefetch')}", f"- {c.verdict('cache')}"]
+
+
+def test_ratio_text_stays_readable_at_both_ends():
+    assert bench.ratio_text(2.314) == "2.31x"
+    assert bench.ratio_text(0.25) == "0.25x"
+    assert bench.ratio_text(1 / 226) == "226x slower"
+    assert bench.ratio_text(1234.0) == "1,234x"
