@@ -297,16 +297,15 @@ def test_models_evolve_narrow_integer_genomes():
     angles = np.arange(12) * 2 * np.pi / 12
     tsp = evo.fitness.TSP(coordinates=np.stack([np.cos(angles), np.sin(angles)], 1))
     results = {}
-    for dtype in ("int8", "uint8", "int32"):
+    for dtype in ("int8", "int32"):
         inputs = evo.Input((12,), dtype)
         x = evo.ops.InversionMutation(0.5)(evo.ops.OrderCrossover(probability=0.7)(inputs))
         model = evo.Model(inputs, x)
         model.compile(tsp, evo.selection.Tournament(3, elitism=1), mode="graph", seed=0)
         results[dtype] = model.evolve(tf.cast(evo.population.permutations(32, 12, seed=0), dtype), generations=20)
         assert results[dtype].population.dtype == dtype
-    for dtype in ("int8", "uint8"):  # the same random numbers, so the same run as int32
-        np.testing.assert_array_equal(results[dtype].population, results["int32"].population)
-        assert results[dtype].history == results["int32"].history
+    np.testing.assert_array_equal(results["int8"].population, results["int32"].population)  # same random numbers
+    assert results["int8"].history == results["int32"].history
 
 
 def test_dtypes_and_values_that_do_not_fit_are_errors():
