@@ -422,7 +422,7 @@ def fusion_rows(results: Mapping[int, bench.Comparison], *, ops: int = CHAIN_OPS
     rows = []
     for n, comparison in sorted(results.items()):
         graph = comparison[GRAPH].median_s
-        rows.append({"n": f"{n:,}", "vector (MB)": 4 * n / 2**20,
+        rows.append({"n": f"{n:,}", "vector (MiB)": 4 * n / 2**20,
                      "fits in the largest cache": "unknown" if cache is None else ("yes" if 4 * n <= cache else "no"),
                      "graph (ms)": graph * 1e3, "XLA (ms)": comparison[JIT].median_s * 1e3,
                      "XLA speedup": bench.ratio_text(comparison.speedup(JIT)),
