@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench
+from course_lib import bench, graphs
 
 AUTO_JIT_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
 GRAPH, JIT, AUTO = "graph (tf.function)", "XLA (jit_compile=True)", "XLA auto-clustering"
@@ -265,8 +265,9 @@ def profile(logdir: str | os.PathLike | None = None):
 
 
 def count_compilations(fn: Callable, calls: Iterable[Sequence]) -> int:
-    """Call ``fn(*args)`` for each ``args`` in ``calls`` and count the XLA compilations they caused."""
-    with profile() as trace:
+    """Call ``fn(*args)`` for each ``args`` in ``calls`` and count the XLA compilations they caused
+    (the count replaces TensorFlow's retracing warning, which is kept out)."""
+    with profile() as trace, graphs.captured_tf_warnings():
         for args in calls:
             bench.force(fn(*args))
     return trace.compilations()
@@ -332,7 +333,8 @@ def recompilations(lengths: Sequence[int], strategy: str, *, buckets: Sequence[i
     The profiler that counts compilations runs throughout, so every pass carries its small overhead."""
     inputs = [tf.random.stateless_uniform([n], seed=(seed, i)) for i, n in enumerate(lengths)]
     fn, call = _recompiling_function(strategy, buckets)
-    with profile() as trace:
+    # Retracing is what this measures: the traces are counted below, so TensorFlow's warning about them is kept out.
+    with profile() as trace, graphs.captured_tf_warnings():
         timing = bench.measure(lambda: [call(x) for x in inputs], name=strategy, repeats=3, warmup=0)
     return {"strategy": strategy, "calls": len(lengths), "distinct lengths": len(set(lengths)),
             "traces": fn.experimental_get_tracing_count(), "XLA compilations": trace.compilations(),
