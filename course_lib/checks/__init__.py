@@ -153,19 +153,3 @@ def summary(lecture: str) -> str:
     print(text)
     return text
 
-
-def check(title: str, test: Callable[[], object], *, hint: str) -> CheckResult:
-    """Transitional form used by notebooks not yet moved to ``grade`` (removed once none use it)."""
-    try:
-        test()
-    except (NotImplementedError, NameError):
-        result = CheckResult(False, f"{UNANSWERED} {title}: not answered yet. Hint: {hint}", UNANSWERED)
-    except AssertionError as exc:
-        detail = f" {exc}" if str(exc) else ""
-        result = CheckResult(False, f"{WRONG} {title}: not yet.{detail} Hint: {hint}", WRONG)
-    except Exception as exc:
-        result = CheckResult(False, f"{WRONG} {title}: your answer raised {type(exc).__name__}: {exc}. Hint: {hint}", WRONG)
-    else:
-        result = CheckResult(True, f"{PASSED} {title}: correct.", PASSED)
-    print(result.message)
-    return result
