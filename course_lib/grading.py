@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib import checks
+from course_lib import checks, kernel
 from course_lib.exercises import ROOT
 
 KERNEL = "python3"  # the interpreter running `course`; it has course_lib installed
@@ -96,8 +96,10 @@ def _execute(nb: nbformat.NotebookNode, folder: Path, report: Path, timeout: int
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, resources={"metadata": {"path": str(folder)}})
-    with _environment(**{checks.REPORT_ENV: str(report)},
+    quiet = open(os.devnull, "wb")  # the kernel's TensorFlow C++ log: the learner's terminal shows only the grades
+    client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, resources={"metadata": {"path": str(folder)}},
+                            extra_arguments=kernel.ARGUMENTS, kernel_manager_class=kernel.logged_kernels(quiet))
+    with quiet, _environment(**{checks.REPORT_ENV: str(report)},
                       TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1")):
         try:
             client.execute()

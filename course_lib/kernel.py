@@ -45,3 +45,15 @@ def write_config(folder: str | Path | None = None) -> Path:
     path = folder / "ipython_kernel_config.py"
     path.write_text(CONFIG)
     return path
+
+
+def logged_kernels(log) -> type:
+    """A kernel manager class whose kernels write their stdout and stderr (TensorFlow's C++ log) to ``log``,
+    an open file: the runner's per-lecture log, or ``os.devnull`` where nobody reads it."""
+    from jupyter_client import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            return await super().start_kernel(**dict(kw, stdout=log, stderr=log))
+
+    return LoggedKernelManager

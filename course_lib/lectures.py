@@ -122,17 +122,6 @@ def _describe_failure(exc: Exception, output: Path) -> str:
     return f"{where}: {ename}: {evalue}  (executed notebook with the traceback: {output})"
 
 
-def _logged_kernels(log) -> type:
-    """A kernel manager class whose kernels write their stdout and stderr (TensorFlow's C++ log) to ``log``."""
-    from jupyter_client import AsyncKernelManager
-
-    class LoggedKernelManager(AsyncKernelManager):
-        async def start_kernel(self, **kw):
-            return await super().start_kernel(**dict(kw, stdout=log, stderr=log))
-
-    return LoggedKernelManager
-
-
 def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
         output_dir: Path = BUILD, in_place: bool = False, progress: bool = True,
         folders: Sequence[Path] = (NOTEBOOKS,)) -> list[Outcome]:
@@ -173,7 +162,7 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
                 pm.execute_notebook(str(lec.path), str(output), parameters=p, kernel_name=KERNEL,
                                     cwd=str(lec.path.parent), progress_bar=False, log_output=False,
                                     extra_arguments=kernel.ARGUMENTS,
-                                    kernel_manager_class=_logged_kernels(log_file))
+                                    kernel_manager_class=kernel.logged_kernels(log_file))
             error = None
         except Exception as exc:  # papermill wraps the cell's error; we name notebook, cell and log
             error = f"{_describe_failure(exc, output)}; kernel log: {log}"
