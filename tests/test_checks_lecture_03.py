@@ -4,13 +4,11 @@ The exercises need two logical CPUs, which must be made before TensorFlow starts
 checked in a fresh process that reports each checker's complaint as JSON.
 """
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from processes import child_json
 
 CHILD = textwrap.dedent('''
     import json
@@ -100,10 +98,7 @@ CHILD = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def results():
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return child_json(CHILD)
 
 
 @pytest.mark.parametrize("case, complaint", [
