@@ -2,7 +2,7 @@
 
 papermill and nbval run the notebooks without a browser; this test proves that they also work
 where the reader uses them. It starts Lab on 127.0.0.1 (token on, free port, throw-away settings
-and runtime folders, the course's kernel config; see course_lib.lab), drives it with Playwright in
+and runtime folders, the course's kernel config; see tests/lab.py), drives it with Playwright in
 the system's headless Chromium (installed with apt-get when missing and we are root; never
 downloaded by Playwright), runs every cell with Run > Run All Cells, presses a widget's Run button,
 checks that its chart and table change, and saves screenshots under build/screenshots/. It also
@@ -40,8 +40,10 @@ import psutil
 import pytest
 from playwright.sync_api import Error as PlaywrightError, Page, expect, sync_playwright
 
-from course_lib import lab, lectures
+from course_lib import lectures
 from course_lib.widgets import CSS_CLASS
+
+import lab
 from test_notebook_hygiene import TF_LOG
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,7 +235,7 @@ def shoot(page: Page, name: str) -> Path:
 
 @pytest.mark.timeout(60, func_only=True)
 def test_lab_server_answers_with_token_and_stops(tmp_path):
-    """course_lib.lab alone (no browser needed): token enforced, settings written, nothing left listening."""
+    """tests/lab.py alone (no browser needed): token enforced, settings written, nothing left listening."""
     with pytest.raises(FileNotFoundError, match="not a folder"):
         with lab.running(tmp_path / "missing"):
             pass
