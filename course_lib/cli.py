@@ -11,7 +11,7 @@ import sys
 # `course bench NAME [args]` -> "module:function"; the function takes the remaining
 # arguments and returns an exit code. Each benchmark lives beside the code it measures.
 BENCHMARKS = {
-    "ops": "course_lib.evo.benchmarks:bench_ops",
+    "ops": "course_lib.evo.op_benchmarks:bench_ops",
     "ga": "course_lib.evo.benchmarks:bench_ga",
     "tsp": "course_lib.evo.benchmarks:bench_tsp",
     "ga-replicas": "course_lib.evo.distributed:bench_replicas",

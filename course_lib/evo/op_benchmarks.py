@@ -1,0 +1,136 @@
+"""``course bench ops``: per-op eager / autograph / XLA times, measured with ``course_lib.bench``
+(first call apart, forced results, medians, ratios in one run).
+
+Each op module prints its own table with ``python -m course_lib.evo.ops.<module>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib import bench
+from course_lib.evo import fusion, rng
+from course_lib.evo.rng import Rows
+
+VARIANTS = ("eager", "autograph", "xla")
+
+
+def _population(kind: str, n: int, length: int) -> tf.Tensor:
+    from course_lib.evo import population
+
+    if kind == "binary":
+        return population.random_integers((n, length), 0, 2, seed=1)
+    if kind == "integer":
+        return population.random_integers((n, length), 0, 10, seed=1)
+    if kind == "float":
+        return population.uniform((n, length), -5.0, 5.0, seed=1)
+    return population.permutations(n, length, seed=1)
+
+
+def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
+    """Per module: (label, op factory taking the genome length, population kind)."""
+    from course_lib.evo import ops
+
+    return {
+        "mutation": [
+            ("BitFlipMutation(1/L)", lambda n: ops.BitFlipMutation(rate=1 / n), "binary"),
+            ("RandomValueMutation(1/L)", lambda n: ops.RandomValueMutation(rate=1 / n, low=0, high=10), "integer"),
+            ("GaussianMutation(0.1)", lambda n: ops.GaussianMutation(stddev=0.1), "float"),
+        ],
+        "crossover": [
+            ("UniformCrossover", lambda n: ops.UniformCrossover(), "binary"),
+            ("SinglePointCrossover", lambda n: ops.SinglePointCrossover(), "binary"),
+            ("TwoPointCrossover", lambda n: ops.TwoPointCrossover(), "binary"),
+        ],
+        "permutation": [
+            ("SwapMutation", lambda n: ops.SwapMutation(), "permutation"),
+            ("InversionMutation", lambda n: ops.InversionMutation(), "permutation"),
+            ("ShuffleMutation", lambda n: ops.ShuffleMutation(), "permutation"),
+            ("OrderCrossover", lambda n: ops.OrderCrossover(), "permutation"),
+        ],
+        "local_search": [
+            ("TwoOpt", lambda n: _on_random_cities(ops.TwoOpt(), n), "permutation"),
+            ("OrOpt", lambda n: _on_random_cities(ops.OrOpt(), n), "permutation"),
+        ],
+    }
+
+
+def _on_random_cities(op, n: int):
+    """A local-search op with the distances of n random cities attached (as Model.compile does)."""
+    from course_lib.evo import fitness
+
+    op.attach(fitness.TSP(coordinates=np.random.default_rng(0).uniform(0, 1, (n, 2))))
+    return op
+
+
+def op_variants(label: str, n: int, length: int):
+    """One op of ``op_cases`` on an ``n x length`` population, as (op, population, functions).
+
+    The functions map (population, key) to children three ways: "eager", "autograph"
+    (``tf.function``) and "xla". The key is an argument, as inside ``evolve``: a constant
+    key would let the graph and XLA compilers fold the random numbers away.
+    """
+    found = {lab: (make, kind) for cases in op_cases().values() for lab, make, kind in cases}
+    if label not in found:
+        raise ValueError(f"unknown op {label!r}; ops are: {', '.join(found)}")
+    make, kind = found[label]
+    op, x = make(length), _population(kind, n, length)
+
+    def children(x, key):
+        return op.apply([x], key, Rows.all(x.shape[0]))
+
+    return op, x, {"eager": children, "autograph": tf.function(children), "xla": fusion.xla_function(children)}
+
+
+def _shape(text: str) -> tuple[int, int]:
+    try:
+        n, length = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a population shape is NxL, e.g. 1024x256; got {text!r}") from None
+    return n, length
+
+
+def bench_ops(argv: list[str]) -> int:
+    """Per-op eager / autograph (tf.function) / XLA times and speedups at a few population shapes."""
+    parser = argparse.ArgumentParser(prog="course bench ops", description=bench_ops.__doc__)
+    parser.add_argument("--quick", action="store_true", help="small shapes, fewer repeats")
+    parser.add_argument("--json", default="build/bench/ops.json", help="where to write the results")
+    parser.add_argument("--module", action="append", choices=sorted(op_cases()),
+                        help="only these op modules (repeatable)")
+    parser.add_argument("--shapes", nargs="+", type=_shape, metavar="NxL",
+                        help="population shapes, e.g. 256x64 4096x1024")
+    args = parser.parse_args(argv)
+    shapes = args.shapes or ([(64, 32), (256, 128)] if args.quick else [(256, 64), (1024, 256), (4096, 1024)])
+    repeats = 3 if args.quick else 5
+    cases = op_cases()
+    records, summary = [], []
+    print(f"per-op speedups on {bench.machine_summary()}")
+    for module in args.module or list(cases):
+        for label, _, _ in cases[module]:
+            for n, length in shapes:
+                _, x, fns = op_variants(label, n, length)
+                key = rng.key(0)
+                cmp = bench.compare({name: (lambda f=f: f(x, key)) for name, f in fns.items()}, baseline="eager",
+                                    repeats=repeats, warmup=1, title=f"{label} on population {n} x {length}",
+                                    params={"module": module, "op": label, "population": [n, length]})
+                print(cmp, end="\n\n")
+                records.append(cmp)
+                summary.append((label, f"{n}x{length}", cmp.speedup("autograph"), cmp.speedup("xla"),
+                                cmp.speedup("xla", over="autograph")))
+    print(f"{'op':28}{'population':14}{'autograph':>11}{'xla':>9}{'xla/autograph':>15}")
+    for label, shape, ag, xla, ratio in summary:
+        verdict = "XLA wins" if ratio > 1.05 else ("XLA loses" if ratio < 0.95 else "even")
+        print(f"{label:28}{shape:14}{ag:>10.2f}x{xla:>8.2f}x{ratio:>14.2f}x  {verdict}")
+    print(f"wrote {bench.save_report(records, args.json)}")
+    return 0
+
+
+def op_module_main(module: str, argv: list[str] | None = None) -> int:
+    """``python -m course_lib.evo.ops.<module>``: the per-op table for one module."""
+    argv = sys.argv[1:] if argv is None else argv
+    return bench_ops(["--module", module, "--json", f"build/bench/ops_{module}.json", *argv])
