@@ -70,6 +70,25 @@ def lectures(folder: Path = NOTEBOOKS, only: Sequence[str] | None = None) -> lis
     return found
 
 
+# What the tests run: the fastest setting that still walks every cell (one timed repeat; shorter
+# evolutions where a lecture's time goes into them). Deterministic outputs do not depend on it.
+_FASTEST_EXTRA = {
+    "06": {"TRAIN_STEPS": "30"},
+    "07": {"AUTO_JIT_ROUNDS": "1"},
+    "08": {"THREAD_REPEATS": "1"},
+    "13": {"BENCH_GENERATIONS": "10"},
+    "14": {"TSP_GENERATIONS": "100", "KNAPSACK_GENERATIONS": "50", "CONTINUOUS_GENERATIONS": "100"},
+}
+
+
+def fastest(lecture: Lecture) -> dict[str, str]:
+    """``-p NAME VALUE`` pairs for the lecture's fastest setting (see ``_FASTEST_EXTRA``)."""
+    defaults = parameters_of(lecture.path)
+    params = {"REPEATS": "1"} if "REPEATS" in defaults else {}
+    params.update({k: v for k, v in _FASTEST_EXTRA.get(lecture.number, {}).items() if k in defaults})
+    return params
+
+
 def parameters_of(path: Path) -> dict[str, Any]:
     """The names and default values in a notebook's ``parameters`` cell."""
     nb = nbformat.read(path, as_version=4)

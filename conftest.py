@@ -1,0 +1,29 @@
+"""Test-wide settings; nbval runs each lecture at its fastest setting, the way papermill injects parameters.
+
+`make test` executes every lecture once: nbval appends the lecture's fastest setting
+(``lectures.fastest``: one timed repeat, shorter evolutions) to the cell tagged ``parameters``,
+then checks every ``# NBVAL_CHECK_OUTPUT`` cell against the committed output, which must not
+depend on the setting. The defaults themselves run in ``make lectures``.
+"""
+
+import os
+from pathlib import Path
+
+from course_lib import lectures
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # plots render without a display
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # quieter TensorFlow logs
+
+_BY_PATH = {lec.path.resolve(): lec for lec in lectures.lectures()}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        cell = getattr(item, "cell", None)  # nbval's per-cell items carry the notebook cell
+        lecture = _BY_PATH.get(Path(str(item.fspath)).resolve())
+        if cell is None or lecture is None or "parameters" not in cell.metadata.get("tags", []):
+            continue
+        values = lectures.coerce_params(lecture.path, lectures.fastest(lecture))
+        if values:
+            cell.source += "\n# Injected by conftest.py: the fastest setting\n" + "".join(
+                f"{name} = {value!r}\n" for name, value in values.items())
