@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 KERNEL := tf-perf-course
 
-.PHONY: lectures test lab kernel clean
+.PHONY: lectures test test-browser lab kernel clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ lectures: $(STAMP) kernel
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# `make test` checks lecture 00 and one widget lecture a day in the browser; this checks every one.
+test-browser: $(STAMP)
+	COURSE_BROWSER_LECTURES=all $(BIN)/python -m pytest tests/test_browser.py
 
 # Extra `jupyter lab` options, e.g. `make lab LAB_ARGS=--no-browser`; JUPYTER_PORT and JUPYTER_TOKEN
 # in the environment pick the port and the token (tests/test_browser.py sets all three).
