@@ -1,13 +1,15 @@
 """course_lib.evo ops, random numbers and packing: valid output, per-individual randomness,
-XLA compilation, batch invariance, packed == unpacked, and clear errors."""
+XLA compilation, batch invariance, packed == unpacked, the op registry, exact configurations,
+and clear errors."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from course_lib import evo
-from course_lib.evo import fusion, packed, rng
+from course_lib.evo import fusion, op_benchmarks, packed, rng
 from course_lib.evo.graph import GenomeSpec
+from course_lib.evo.ops import base
 from course_lib.evo.ops.mutation import GeneMask
 from course_lib.evo.rng import Rows
 
@@ -219,49 +221,114 @@ def test_shuffle_only_moves_genes_inside_a_segment():
             assert set(a[lo:hi]) == set(b[lo:hi])
 
 
-# -- every op compiles with XLA and agrees across modes ----------------------------------------------
+# -- every registered op compiles with XLA, agrees across modes, and gives the same rows in batches ----
 
-ALL_OPS = [
-    (evo.ops.BitFlipMutation(1 / 32), "binary"),
-    (evo.ops.BitFlipMutation(0.4), "binary"),
-    (evo.ops.RandomValueMutation(0.1, 0, 9), "binary"),
-    (evo.ops.GaussianMutation(0.1, rate=0.3, low=-1.0, high=1.0), "float"),
-    (evo.ops.UniformCrossover(), "binary"),
-    (evo.ops.SinglePointCrossover(), "binary"),
-    (evo.ops.TwoPointCrossover(), "binary"),
-] + [(op, "permutation") for op in PERMUTATION_OPS]
+REGISTERED = list(evo.ops.registry())  # the registry is the list: a new op is tested without editing this file
+EXTRA = [evo.ops.BitFlipMutation(0.4), evo.ops.GaussianMutation(0.1, rate=0.3, low=-1.0, high=1.0)]  # dense, clipped
 
 
-def population_of(kind, n=16, length=32):
-    if kind == "binary":
-        return binary(n, length)
-    if kind == "float":
-        return evo.population.uniform((n, length), -1, 1)
-    return evo.population.permutations(n, length)
+def op_case(op_or_name, n=16, length=32):
+    """(op, population): a registered op's example on its kind of population, or an op given as is."""
+    if isinstance(op_or_name, str):
+        cls = evo.ops.registry()[op_or_name]
+        return op_benchmarks.example_op(cls, length), op_benchmarks.example_population(cls.genes, n, length)
+    return op_or_name, op_benchmarks.example_population(type(op_or_name).genes, n, length)
 
 
-@pytest.mark.parametrize("op,kind", ALL_OPS, ids=lambda v: repr(v) if not isinstance(v, str) else "")
-def test_every_op_compiles_with_xla_and_matches_eager(op, kind):
-    x, key = population_of(kind), rng.key(4)
+@pytest.mark.parametrize("case", REGISTERED + EXTRA, ids=str)
+def test_every_op_compiles_with_xla_and_matches_eager(case):
+    op, x = op_case(case)
+    key = rng.key(4)
 
     def run(x, key):
         return op.apply([x], key, Rows.all(16))
 
     eager = run(x, key).numpy()
     xla = fusion.xla_function(run)(x, key).numpy()  # as the engine compiles it
-    if kind == "float":
+    if x.dtype.is_floating:
         np.testing.assert_allclose(xla, eager, atol=1e-5)
     else:
         np.testing.assert_array_equal(xla, eager)  # integer random numbers: bit-identical
+    if op.permutation:
+        np.testing.assert_array_equal(np.sort(eager, axis=1), np.tile(np.arange(32), (16, 1)))
 
 
-@pytest.mark.parametrize("op,kind", ALL_OPS, ids=lambda v: repr(v) if not isinstance(v, str) else "")
-def test_every_op_gives_the_same_rows_in_batches(op, kind):
-    x = population_of(kind)
+@pytest.mark.parametrize("case", REGISTERED + EXTRA, ids=str)
+def test_every_op_gives_the_same_rows_in_batches(case):
+    op, x = op_case(case)
     key = rng.key(9)
     full = op.apply([x], key, Rows.all(16)).numpy()
     part = op.apply([x], key, Rows(5, 6, 16)).numpy()
     np.testing.assert_array_equal(part, full[5:11])
+
+
+# -- the registry and exact configurations ------------------------------------------------------------
+
+
+def test_the_registry_lists_every_op_and_evo_ops_reads_it():
+    registry = evo.ops.registry()
+    assert {"BitFlipMutation", "RandomValueMutation", "GaussianMutation", "UniformCrossover",
+            "SinglePointCrossover", "TwoPointCrossover", "SwapMutation", "InversionMutation", "ShuffleMutation",
+            "OrderCrossover", "TwoOpt", "OrOpt"} <= set(registry)
+    assert not {"Op", "Mating", "Crossover"} & set(registry)  # base classes are not ops
+    assert all(name == cls.__name__ and issubclass(cls, base.Op) for name, cls in registry.items())
+    assert all(getattr(evo.ops, name) is cls for name, cls in registry.items())
+    assert set(registry) <= set(evo.ops.__all__) and set(registry) <= set(dir(evo.ops))
+    listed = {label for cases in op_benchmarks.op_cases().values() for label, _, _ in cases}
+    assert listed == set(registry)  # the benchmark table reads the same registry
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchOp'"):
+        evo.ops.NoSuchOp
+
+
+def test_a_new_op_class_registers_itself(monkeypatch):
+    monkeypatch.setattr(base, "REGISTRY", dict(base.REGISTRY))  # the class stays out of the other tests
+
+    class ReverseGenome(base.Op):
+        """Reverse each genome (a test op)."""
+
+        def apply(self, inputs, key, rows):
+            return tf.reverse(rows.take(inputs[0]), axis=[1])
+
+    class _Helper(base.Op):  # private: not an op of its own
+        pass
+
+    assert evo.ops.registry()["ReverseGenome"] is ReverseGenome and evo.ops.ReverseGenome is ReverseGenome
+    assert "_Helper" not in evo.ops.registry()
+    cases = op_benchmarks.op_cases()["test_evo_ops"]
+    assert [label for label, _, _ in cases] == ["ReverseGenome"]
+    _, x, fns = op_benchmarks.op_variants("ReverseGenome", 4, 6)
+    np.testing.assert_array_equal(fns["xla"](x, rng.key(0)).numpy(), x.numpy()[:, ::-1])
+    with pytest.raises(TypeError, match="op name 'SwapMutation' is taken by course_lib.evo.ops.permutation"):
+        class SwapMutation(base.Op):
+            pass
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_get_config_rebuilds_the_same_op(name):
+    op, x = op_case(name)
+    config = op.get_config()
+    clone = type(op)(**config)
+    assert clone.get_config() == config and repr(clone) == repr(op)
+    assert "name" not in config
+
+
+def test_get_config_is_exact_where_repr_rounds():
+    op = evo.ops.GaussianMutation(stddev=0.1, rate=1 / 3, low=-1.0, high=None)
+    assert op.get_config() == {"stddev": 0.1, "rate": 1 / 3, "low": -1.0, "high": None}
+    assert evo.ops.BitFlipMutation(0.00012345678).get_config()["rate"] == 0.00012345678
+    assert evo.ops.BitFlipMutation(0.00012345678).get_config() != evo.ops.BitFlipMutation(0.0001234567).get_config()
+    assert repr(evo.ops.BitFlipMutation(0.00012345678)) == repr(evo.ops.BitFlipMutation(0.0001234567))
+    assert evo.ops.OrderCrossover(probability=0.25).get_config() == {"probability": 0.25}
+
+
+def test_get_config_names_a_parameter_it_cannot_read():
+    class Scaled(base.Op, register=False):
+        def __init__(self, factor: float, name=None):
+            super().__init__(name)
+            self._factor = factor
+
+    with pytest.raises(TypeError, match="Scaled.get_config: the constructor parameter 'factor' is not stored"):
+        Scaled(2.0).get_config()
 
 
 # -- packing ------------------------------------------------------------------------------------------

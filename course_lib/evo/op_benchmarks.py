@@ -20,7 +20,8 @@ from course_lib.evo.rng import Rows
 VARIANTS = ("eager", "autograph", "xla")
 
 
-def _population(kind: str, n: int, length: int) -> tf.Tensor:
+def example_population(kind: str, n: int, length: int) -> tf.Tensor:
+    """A population of the kind an op works on (``Op.genes``), seeded."""
     from course_lib.evo import population
 
     if kind == "binary":
@@ -33,38 +34,25 @@ def _population(kind: str, n: int, length: int) -> tf.Tensor:
 
 
 def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
-    """Per module: (label, op factory taking the genome length, population kind)."""
+    """Per op module: (op name, factory taking the genome length, population kind), read from the
+    op registry (``evo.ops.registry()``), so a new op is in the table as soon as it exists."""
     from course_lib.evo import ops
 
-    return {
-        "mutation": [
-            ("BitFlipMutation(1/L)", lambda n: ops.BitFlipMutation(rate=1 / n), "binary"),
-            ("RandomValueMutation(1/L)", lambda n: ops.RandomValueMutation(rate=1 / n, low=0, high=10), "integer"),
-            ("GaussianMutation(0.1)", lambda n: ops.GaussianMutation(stddev=0.1), "float"),
-        ],
-        "crossover": [
-            ("UniformCrossover", lambda n: ops.UniformCrossover(), "binary"),
-            ("SinglePointCrossover", lambda n: ops.SinglePointCrossover(), "binary"),
-            ("TwoPointCrossover", lambda n: ops.TwoPointCrossover(), "binary"),
-        ],
-        "permutation": [
-            ("SwapMutation", lambda n: ops.SwapMutation(), "permutation"),
-            ("InversionMutation", lambda n: ops.InversionMutation(), "permutation"),
-            ("ShuffleMutation", lambda n: ops.ShuffleMutation(), "permutation"),
-            ("OrderCrossover", lambda n: ops.OrderCrossover(), "permutation"),
-        ],
-        "local_search": [
-            ("TwoOpt", lambda n: _on_random_cities(ops.TwoOpt(), n), "permutation"),
-            ("OrOpt", lambda n: _on_random_cities(ops.OrOpt(), n), "permutation"),
-        ],
-    }
+    cases: dict[str, list] = {}
+    for name, cls in ops.registry().items():
+        module = cls.__module__.rsplit(".", 1)[-1]
+        cases.setdefault(module, []).append((name, lambda n, cls=cls: example_op(cls, n), cls.genes))
+    return dict(sorted(cases.items()))
 
 
-def _on_random_cities(op, n: int):
-    """A local-search op with the distances of n random cities attached (as Model.compile does)."""
+def example_op(cls, n: int):
+    """``cls.example(n)``; a permutation op also gets the distances of n random cities attached, as
+    ``Model.compile`` attaches a TSP fitness (a local search needs them; other ops ignore them)."""
     from course_lib.evo import fitness
 
-    op.attach(fitness.TSP(coordinates=np.random.default_rng(0).uniform(0, 1, (n, 2))))
+    op = cls.example(n)
+    if cls.genes == "permutation":
+        op.attach(fitness.TSP(coordinates=np.random.default_rng(0).uniform(0, 1, (n, 2))))
     return op
 
 
@@ -79,7 +67,7 @@ def op_variants(label: str, n: int, length: int):
     if label not in found:
         raise ValueError(f"unknown op {label!r}; ops are: {', '.join(found)}")
     make, kind = found[label]
-    op, x = make(length), _population(kind, n, length)
+    op, x = make(length), example_population(kind, n, length)
 
     def children(x, key):
         return op.apply([x], key, Rows.all(x.shape[0]))

@@ -1,28 +1,37 @@
 """Variation ops, one module per family; each module prints its speedup table with ``python -m``.
 
-Names resolve lazily (PEP 562), so ``python -m course_lib.evo.ops.mutation`` runs the
-module without it having been imported first by this package.
+A new op is one class in one module of this package: a public subclass of ``Op`` registers
+itself (``base.REGISTRY``). ``registry()`` imports every module here and returns the table that
+``evo.ops.<Name>``, ``course bench ops`` and the op tests read. Names resolve lazily (PEP 562),
+so ``python -m course_lib.evo.ops.mutation`` runs the module without it having been imported
+first by this package.
 """
 
 import importlib
+import pkgutil
 
-_MODULES = {
-    "Op": "base",
-    "Crossover": "crossover", "UniformCrossover": "crossover", "SinglePointCrossover": "crossover",
-    "TwoPointCrossover": "crossover",
-    "BitFlipMutation": "mutation", "RandomValueMutation": "mutation", "GaussianMutation": "mutation",
-    "SwapMutation": "permutation", "InversionMutation": "permutation", "ShuffleMutation": "permutation",
-    "OrderCrossover": "permutation",
-    "TwoOpt": "local_search", "OrOpt": "local_search",
-}
-__all__ = list(_MODULES)
+_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover"}  # public base classes, not ops
+
+
+def registry() -> dict[str, type]:
+    """Every op class by name: this package's modules, imported, and any op defined elsewhere so far."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    from course_lib.evo.ops.base import REGISTRY
+
+    return dict(REGISTRY)
 
 
 def __getattr__(name):
-    if name not in _MODULES:
-        raise AttributeError(f"module 'course_lib.evo.ops' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"course_lib.evo.ops.{_MODULES[name]}"), name)
+    if name in _BASES:
+        return getattr(importlib.import_module(f"{__name__}.{_BASES[name]}"), name)
+    if name == "__all__":
+        return [*_BASES, *registry()]
+    ops = registry()
+    if name not in ops:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return ops[name]
 
 
 def __dir__():
-    return sorted(list(globals()) + __all__)
+    return sorted([*globals(), *_BASES, *registry()])

@@ -1,14 +1,19 @@
-"""What every variation op shares: the layer-like call, input checks, partner choice.
+"""What every variation op shares: the layer-like call, input checks, partner choice, the registry.
 
 An op is pure: ``apply(inputs, key, rows)`` maps full input populations to the
 children of ``rows`` using only tensor code (gathers, masks, ``where``), so the same
 op runs eagerly, in a ``tf.function`` and under XLA, on the whole population or on a
 batch of rows, with the same random numbers (see ``course_lib.evo.rng``).
+
+A new op is one class: a public subclass of ``Op`` registers itself in ``REGISTRY`` when its
+module is imported, and ``evo.ops.registry()``, ``evo.ops.<Name>``, ``course bench ops`` and the
+op tests all read that one table.
 """
 
 from __future__ import annotations
 
 import collections
+import inspect
 import re
 import secrets
 from typing import Any
@@ -30,6 +35,10 @@ def check_rate(op: str, rate: Any, name: str = "rate") -> float:
     return float(rate)
 
 
+# Every public op class by name, filled as op modules are imported (``evo.ops.registry()`` imports them all).
+REGISTRY: dict[str, type] = {}
+
+
 class Op:
     """A variation operator used like a Keras layer.
 
@@ -37,12 +46,33 @@ class Op:
     called on a population (tensor or NumPy array, shape (N, *genome)) it runs now,
     with random numbers from ``seed``; without a seed each call draws fresh ones (as a
     Keras random layer does), so applying an op twice is two different draws.
+
+    A subclass registers itself under its class name unless the name starts with ``_`` or it
+    is declared with ``register=False`` (a public base class such as ``Crossover``).
     """
 
     arity: tuple[int, int] = (1, 1)  # how many input populations it accepts (min, max)
     packable = False  # has ``apply_packed`` for bit-packed 0/1 genomes
     permutation = False  # needs each genome to be a permutation of 0..L-1
+    genes = "binary"  # the population ``example`` works on: "binary", "integer", "float" or "permutation"
     _names: collections.Counter = collections.Counter()
+
+    def __init_subclass__(cls, register: bool = True, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a module run with ``python -m`` defines its classes again as __main__: the imported ones count
+        if not register or cls.__name__.startswith("_") or cls.__module__ == "__main__":
+            return
+        taken = REGISTRY.get(cls.__name__)
+        if taken is not None and taken.__module__ != cls.__module__:  # same module: a reload replaces it
+            raise TypeError(f"op name {cls.__name__!r} is taken by {taken.__module__}.{taken.__qualname__}; "
+                            f"give {cls.__module__}.{cls.__qualname__} another name")
+        REGISTRY[cls.__name__] = cls
+
+    @classmethod
+    def example(cls, length: int) -> "Op":
+        """A typical instance for genomes of ``length`` genes of kind ``genes`` (what ``course bench ops``
+        and the op tests run). Default: the constructor's defaults; override where it needs arguments."""
+        return cls()
 
     def __init__(self, name: str | None = None):
         base = re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
@@ -102,8 +132,25 @@ class Op:
         (e.g. a local search reading ``evo.fitness.TSP``'s distances). Default: nothing."""
 
     def config(self) -> dict:
-        """The op's parameters, for ``repr``, ``Model.summary`` and checkpoints."""
+        """The op's parameters worth showing, for ``repr`` and ``Model.summary`` (floats shown to 4 digits)."""
         return {}
+
+    def get_config(self) -> dict:
+        """The constructor's arguments, exact, so that ``type(op)(**op.get_config())`` is the same op.
+
+        What a checkpoint compares to recognise its model (``repr`` rounds). ``name`` is left out: it
+        does not change the children and is numbered per process. Each value is read from the
+        attribute named as the parameter; an op that stores a parameter otherwise overrides this.
+        """
+        out = {}
+        for p in list(inspect.signature(type(self).__init__).parameters.values())[1:]:
+            if p.name == "name" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            if not hasattr(self, p.name):
+                raise TypeError(f"{type(self).__name__}.get_config: the constructor parameter {p.name!r} is not "
+                                f"stored as self.{p.name}; store it so, or override get_config")
+            out[p.name] = getattr(self, p.name)
+        return out
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={_fmt(v)}" for k, v in self.config().items())
@@ -120,7 +167,7 @@ class Op:
                             f"{spec.dtype.name}; {hint}")
 
 
-class Mating(Op):
+class Mating(Op, register=False):
     """An op that crosses each child with a mate, with probability ``probability`` per child.
 
     A child that is not crossed is a copy of its parent (to be mutated by later ops), as in

@@ -17,7 +17,7 @@ from course_lib.evo.ops.base import Mating, partner_rows
 from course_lib.evo.rng import Rows
 
 
-class Crossover(Mating):
+class Crossover(Mating, register=False):
     """Children from a parent population and mates (from the same population or a second one)."""
 
     packable = True

@@ -119,6 +119,10 @@ class BitFlipMutation(Op):
         super().__init__(name)
         self.rate = check_rate(type(self).__name__, rate)
 
+    @classmethod
+    def example(cls, length):
+        return cls(rate=1 / length)
+
     def check(self, *specs):
         self.require(specs[0], "integer")
         return specs[0]
@@ -137,6 +141,8 @@ class BitFlipMutation(Op):
 class RandomValueMutation(Op):
     """Replace each gene with probability ``rate`` by a uniform integer in [low, high)."""
 
+    genes = "integer"
+
     def __init__(self, rate: float, low: int, high: int, name: str | None = None):
         super().__init__(name)
         self.rate = check_rate(type(self).__name__, rate)
@@ -147,6 +153,10 @@ class RandomValueMutation(Op):
             raise ValueError(f"RandomValueMutation draws from at most 2**31 values, got [{low}, {high}); "
                              "narrow the range")
         self.low, self.high = low, high
+
+    @classmethod
+    def example(cls, length):
+        return cls(rate=1 / length, low=0, high=10)
 
     def check(self, *specs):
         self.require(specs[0], "integer")
@@ -168,6 +178,8 @@ class RandomValueMutation(Op):
 class GaussianMutation(Op):
     """Add N(0, stddev²) noise to each gene with probability ``rate``; clip to [low, high] if given."""
 
+    genes = "float"
+
     def __init__(self, stddev: float, rate: float = 1.0, low: float | None = None,
                  high: float | None = None, name: str | None = None):
         super().__init__(name)
@@ -177,6 +189,10 @@ class GaussianMutation(Op):
             raise ValueError(f"GaussianMutation needs low < high, got low={low}, high={high}")
         self.stddev, self.low, self.high = float(stddev), low, high
         self.rate = check_rate(type(self).__name__, rate)
+
+    @classmethod
+    def example(cls, length):
+        return cls(stddev=0.1)
 
     def check(self, *specs):
         self.require(specs[0], "float")

@@ -17,6 +17,7 @@ from course_lib.evo.rng import Rows
 
 class _PermutationOp(Op):
     permutation = True
+    genes = "permutation"
 
     def check(self, *specs):
         spec = super().check(*specs)
