@@ -18,17 +18,15 @@ these helpers exist:
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
+
+from course_lib import processes
 
 __all__ = [
     "DeviceSetupError", "short_name", "device_table", "virtual_cpus", "virtual_gpus", "where",
@@ -167,18 +165,13 @@ def memory_growth() -> list[str]:
 # Fresh processes: placement logs and CUDA_VISIBLE_DEVICES
 # ---------------------------------------------------------------------------------------
 
-def run_python(source: str, *, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    """Run ``source`` in a fresh Python (this interpreter) with extra environment variables.
+def run_python(source: str, *, env: dict[str, str] | None = None, timeout: float = 180) -> processes.Finished:
+    """Run ``source`` in a fresh Python with extra environment variables (``processes.run``); its
+    ``stdout`` and ``stderr`` come back as text, and the value it leaves in ``result`` as ``.result``.
 
-    Raises ``RuntimeError`` with the end of its stderr if it fails.
+    Raises ``processes.ChildError`` (a ``RuntimeError``) with the end of its stderr if it fails.
     """
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
-        raise RuntimeError(f"the child Python exited with {proc.returncode}:\n{tail}")
-    return proc
+    return processes.run(source=source, env=env, timeout=timeout)
 
 
 _LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (\w+)\.cc:\d+\] (.*)$")
@@ -249,11 +242,9 @@ def physical_devices_with(cuda_visible_devices: str, timeout: float = 180) -> li
     ``""`` or ``"-1"`` hides every GPU, ``"1"`` shows only the second one (renumbered GPU:0),
     ``"0,1"`` the first two. CUDA reads the variable once, at start-up, hence a new process.
     """
-    proc = run_python("import json, tensorflow as tf\n"
-                      "print(json.dumps([d.name for d in tf.config.list_physical_devices()]))",
+    return run_python("import tensorflow as tf\nresult = [d.name for d in tf.config.list_physical_devices()]",
                       env={"CUDA_VISIBLE_DEVICES": str(cuda_visible_devices), "TF_CPP_MIN_LOG_LEVEL": "3"},
-                      timeout=timeout)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+                      timeout=timeout).result
 
 
 # ---------------------------------------------------------------------------------------

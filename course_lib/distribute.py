@@ -14,8 +14,9 @@ Three ideas, each with the code that shows it:
   the same loss.
 * Several processes (``launch``): ``launch("module:function", n_workers=2)`` starts
   workers on 127.0.0.1 with ``TF_CONFIG`` and free ports, runs the function in each,
-  and returns what each returned; it is general (the GA engine uses it too) and always
-  cleans up its processes. ``multi_worker_train`` is the MultiWorkerMirroredStrategy demo.
+  and returns what each returned (through ``course_lib.processes``, which always cleans
+  up its processes); it is general, the GA engine uses it too. ``multi_worker_train``
+  is the MultiWorkerMirroredStrategy demo.
 
 Virtual devices come from ``course_lib.devices.virtual_cpus``, which must run before
 any other TensorFlow code.
@@ -23,27 +24,17 @@ any other TensorFlow code.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
-import time
-import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench
+from course_lib import bench, processes
 
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants", "model_parallel_verdicts",
@@ -501,17 +492,8 @@ def bench_strategies(argv: list[str]) -> int:
 # Several processes: the multi-worker launcher
 # ---------------------------------------------------------------------------------------
 
-class WorkerError(RuntimeError):
-    """A worker process failed; names the worker, how it ended, and the end of its stderr."""
-
-    def __init__(self, message: str, *, worker: int | None = None, returncode: int | None = None,
-                 stderr_tail: str = ""):
-        super().__init__(message)
-        self.worker, self.returncode, self.stderr_tail = worker, returncode, stderr_tail
-
-
-class WorkerTimeout(WorkerError, TimeoutError):
-    """The workers did not all finish within the launch's timeout."""
+WorkerError = processes.ChildError  # a worker failed: ``.worker``, ``.returncode``, ``.stderr_tail``
+WorkerTimeout = processes.ChildTimeout  # the workers did not all finish within the launch's timeout
 
 
 def free_ports(n: int) -> list[int]:
@@ -543,79 +525,10 @@ def worker_context() -> dict:
     return {"index": config["task"]["index"], "n_workers": len(workers), "workers": workers}
 
 
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_BARRIER_S = 60.0  # how long a finished worker waits for the others before exiting
-
-
-def _check_target(target: str) -> None:
-    if not isinstance(target, str) or not _TARGET.match(target):
-        raise ValueError(f"target must be 'module:function' (e.g. 'course_lib.distribute:multi_worker_train'), "
-                         f"got {target!r}")
-    module = target.split(":")[0]
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
-        raise ValueError(f"cannot find module {module!r} for target {target!r}: workers import it, so it must be "
-                         "importable here (installed, or in a folder on sys.path)")
-
-
-def _jsonable(value):
-    if hasattr(value, "numpy"):
-        value = value.numpy()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"a worker's result must be JSON-able; {type(value).__name__} is not "
-                    "(return numbers, strings, lists and dicts)")
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no stderr)"
-    kept = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[-lines:]) or "(stderr was empty)"
-
-
-def _signal_groups(procs: Sequence[subprocess.Popen], sig: int) -> None:
-    for p in procs:
-        try:
-            os.killpg(p.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-def _stop(procs: Sequence[subprocess.Popen], grace: float) -> None:
-    """End every worker and anything it started (each worker leads its own process group):
-    SIGTERM, then SIGKILL for whatever is left after ``grace`` seconds; every worker is reaped."""
-    _signal_groups(procs, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        for p in procs:
-            p.poll()  # reaps a worker that has exited, so only live processes keep its group
-        if not any(_group_alive(p.pid) for p in procs):
-            break
-        time.sleep(0.05)
-    _signal_groups(procs, signal.SIGKILL)
-    for p in procs:
-        p.wait()
-
-
 def launch(target: str, n_workers: int = 2, *, args: Sequence = (), kwargs: Mapping | None = None,
            timeout: float = 120.0, env: Mapping[str, str] | None = None, grace: float = 3.0) -> list:
-    """Run ``target(*args, **kwargs)`` in ``n_workers`` local worker processes; return their results.
+    """Run ``target(*args, **kwargs)`` in ``n_workers`` local worker processes (``processes.run_many``,
+    one ``TF_CONFIG`` per worker); return their results.
 
     ``target`` is ``"module:function"``, importable in a fresh Python (the workers get this
     process's ``sys.path``). Worker ``i`` gets ``TF_CONFIG`` for a cluster of ``n_workers``
@@ -630,88 +543,12 @@ def launch(target: str, n_workers: int = 2, *, args: Sequence = (), kwargs: Mapp
     worker processes (and their children) are stopped before it returns: SIGTERM, then
     SIGKILL after ``grace`` seconds.
     """
-    _check_target(target)
     if not isinstance(n_workers, (int, np.integer)) or isinstance(n_workers, bool) or n_workers < 1:
         raise ValueError(f"n_workers must be a whole number >= 1, got {n_workers!r}")
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    try:
-        spec = json.dumps({"target": target, "args": list(args), "kwargs": dict(kwargs or {})})
-    except TypeError as exc:
-        raise TypeError(f"args and kwargs are sent to the workers as JSON: {exc}") from None
-
-    folder = Path(tempfile.mkdtemp(prefix="course-launch-"))
-    (folder / "spec.json").write_text(spec)
-    ports = free_ports(n_workers)
-    path = os.pathsep.join([p for p in sys.path if p] + [os.getcwd()])
-    procs: list[subprocess.Popen] = []
-    started = time.monotonic()
-    try:
-        for i in range(n_workers):
-            worker_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {}),
-                          "TF_CONFIG": json.dumps(tf_config(ports, i)), "PYTHONPATH": path}
-            with open(folder / f"worker-{i}.out", "wb") as out, open(folder / f"worker-{i}.err", "wb") as err:
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "course_lib.distribute", str(folder), str(i), str(n_workers)],
-                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=worker_env, start_new_session=True))
-        while True:
-            codes = [p.poll() for p in procs]
-            for i, code in enumerate(codes):
-                if code not in (None, 0):
-                    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                    tail = _tail(folder / f"worker-{i}.err")
-                    raise WorkerError(f"worker {i} of {n_workers} running {target} {how} after "
-                                      f"{time.monotonic() - started:.1f} s; the other workers were stopped. "
-                                      f"End of its stderr:\n{tail}", worker=i, returncode=code, stderr_tail=tail)
-            if all(code == 0 for code in codes):
-                break
-            if time.monotonic() - started > timeout:
-                waiting = [i for i, code in enumerate(codes) if code is None]
-                tail = _tail(folder / f"worker-{waiting[0]}.err")
-                raise WorkerTimeout(f"workers {waiting} of {n_workers} running {target} had not finished after "
-                                    f"{timeout:g} s (timeout); all were stopped. End of worker {waiting[0]}'s "
-                                    f"stderr:\n{tail}", worker=waiting[0], stderr_tail=tail)
-            time.sleep(0.05)
-        results = []
-        for i in range(n_workers):
-            result = folder / f"result-{i}.json"
-            if not result.exists():
-                raise WorkerError(f"worker {i} of {n_workers} running {target} exited without a result",
-                                  worker=i, returncode=0, stderr_tail=_tail(folder / f"worker-{i}.err"))
-            results.append(json.loads(result.read_text())["result"])
-        return results
-    finally:
-        _stop(procs, grace)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _worker_main(folder: str, index: str, n_workers: str) -> None:
-    """The worker side of ``launch``: run the target, write its result, wait for the others, exit.
-
-    Exiting with ``os._exit`` skips TensorFlow's teardown, which can hang while peers'
-    connections close; waiting for every result first keeps a fast worker from leaving
-    while a slower one still needs it for a collective.
-    """
-    root, i, n = Path(folder), int(index), int(n_workers)
-    try:
-        spec = json.loads((root / "spec.json").read_text())
-        module, name = spec["target"].split(":")
-        fn = getattr(importlib.import_module(module), name)
-        result = fn(*spec["args"], **spec["kwargs"])
-        text = json.dumps({"result": result}, default=_jsonable)
-        tmp = root / f"result-{i}.json.tmp"
-        tmp.write_text(text)
-        tmp.rename(root / f"result-{i}.json")
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    deadline = time.monotonic() + _BARRIER_S
-    while time.monotonic() < deadline and len(list(root.glob("result-*.json"))) < n:
-        time.sleep(0.05)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    ports = free_ports(int(n_workers))
+    each = [{"TF_CONFIG": json.dumps(tf_config(ports, i))} for i in range(int(n_workers))]
+    return [w.result for w in processes.run_many(target, each, args=args, kwargs=kwargs, env=env,
+                                                   timeout=timeout, grace=grace)]
 
 
 def multi_worker_train(steps: int = 5, global_batch: int = 64, learning_rate: float = 0.05, seed: int = 0) -> dict:
@@ -739,6 +576,3 @@ def multi_worker_train(steps: int = 5, global_batch: int = 64, learning_rate: fl
             "replicas": strategy.num_replicas_in_sync, "losses": losses,
             "weights_checksum": float(sum(np.sum(v.numpy()) for v in model.trainable_variables))}
 
-
-if __name__ == "__main__":
-    _worker_main(*sys.argv[1:4])

@@ -3,7 +3,7 @@
 ``jit_compile=True`` compiles one ``tf.function`` as a whole. Auto-clustering
 (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``) lets TensorFlow carve compilable clusters out
 of every graph instead; the flag is read when TensorFlow starts, so it is measured in
-a fresh process (``run_with_flags``), and on a CPU it also needs
+a fresh process (``run_with_flags``, through ``course_lib.processes``), and on a CPU it also needs
 ``--tf_xla_cpu_global_jit`` (without it only GPU clusters are formed).
 
 The HLO readers show what fusion does (``hlo``, ``hlo_ops``, ``describe``); the
@@ -15,12 +15,9 @@ CPU (a fusable elementwise chain) and where it does not (random numbers, small g
 from __future__ import annotations
 
 import contextlib
-import importlib
-import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -31,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, graphs
+from course_lib import bench, graphs, processes
 
 AUTO_JIT_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
 GRAPH, JIT, AUTO = "graph (tf.function)", "XLA (jit_compile=True)", "XLA auto-clustering"
@@ -448,17 +445,8 @@ def break_even_calls(comparison: bench.Comparison, variant: str, over: str | Non
 
 def run_with_flags(target: str, flags: str = AUTO_JIT_FLAGS, *, timeout: float = 600, **kwargs) -> Any:
     """Run ``module:function(**kwargs)`` in a fresh Python whose TensorFlow starts with
-    ``TF_XLA_FLAGS=flags``; return what it returned (anything JSON can carry)."""
-    if ":" not in target:
-        raise ValueError(f"target must be 'module:function', got {target!r}")
-    env = dict(os.environ, TF_XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2")
-    cmd = [sys.executable, "-m", "course_lib.xla", target, json.dumps(kwargs)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise RuntimeError(f"{target} with TF_XLA_FLAGS={flags!r} failed (exit code {proc.returncode}):\n{tail}")
-    return json.loads(lines[-1])
+    ``TF_XLA_FLAGS=flags`` (``processes.run``); return what it returned (anything JSON can carry)."""
+    return processes.run(target, kwargs=kwargs, xla_flags=flags, timeout=timeout).result
 
 
 def timing_from_dict(d: Mapping) -> bench.Timing:
@@ -520,21 +508,6 @@ def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repe
     return process_comparison("course_lib.xla:auto_clustered_worker", variants, rounds=rounds,
                               title=f"graph, jit_compile and auto-clustering: {workload}, n={n:,}, "
                                     f"fresh processes", workload=workload, n=n, repeats=repeats)
-
-
-def _main(argv: list[str]) -> int:
-    """``python -m course_lib.xla module:function '{"kw": ...}'``: print the function's result as JSON."""
-    if len(argv) != 2:
-        print("usage: python -m course_lib.xla module:function JSON_KWARGS", file=sys.stderr)
-        return 2
-    module, _, func = argv[0].partition(":")
-    result = getattr(importlib.import_module(module), func)(**json.loads(argv[1]))
-    print(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
 
 
 def bench_xla(argv: list[str]) -> int:

@@ -1,6 +1,5 @@
 """What a test leaves running: the launcher tests assert that no worker outlives its run."""
 
-import json
 import os
 from pathlib import Path
 
@@ -17,11 +16,3 @@ def child_processes() -> list[str]:
             found.append(f"{status.parent.name} {fields.get('Name', '').strip()} {fields.get('State', '').strip()}")
     return found
 
-
-def child_json(source: str) -> dict:
-    """Run ``source`` in a fresh Python (``devices.run_python``) and read the JSON object on its last line:
-    how tests check code that needs its own logical devices."""
-    from course_lib import devices
-
-    proc = devices.run_python(source, env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
-    return json.loads(proc.stdout.strip().splitlines()[-1])

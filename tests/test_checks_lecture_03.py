@@ -1,17 +1,16 @@
 """Lecture 03's checkers: the reference answers pass, plausible wrong answers fail and say why.
 
 The exercises need two logical CPUs, which must be made before TensorFlow starts, so the answers are
-checked in a fresh process that reports each checker's complaint as JSON.
+checked in a fresh process (``processes.run``) that returns each checker's complaint.
 """
 
 import textwrap
 
 import pytest
 
-from processes import child_json
+from course_lib import processes
 
 CHILD = textwrap.dedent('''
-    import json
     import numpy as np
     import tensorflow as tf
     from course_lib import bench, checks, devices
@@ -92,13 +91,13 @@ CHILD = textwrap.dedent('''
     out["5 never hops"] = f(5, **dict(answer, variants={"stay": stay, "hop": stay}))
     out["5 too little work"] = f(5, **dict(answer, variants={"stay": stay, "hop": hop_once}))
     out["5 not per step"] = f(5, **dict(answer, extra_ms_per_step=extra * steps))
-    print(json.dumps(out))
+    result = out
 ''')
 
 
 @pytest.fixture(scope="module")
 def results():
-    return child_json(CHILD)
+    return processes.run(source=CHILD, timeout=300).result
 
 
 @pytest.mark.parametrize("case, complaint", [

@@ -1,17 +1,16 @@
 """Lecture 05's checkers: the reference answers pass, plausible wrong answers fail and say why.
 
 The exercises need two logical CPUs, which must be made before TensorFlow starts, so the answers are
-checked in a fresh process that reports each checker's complaint as JSON.
+checked in a fresh process (``processes.run``) that returns each checker's complaint.
 """
 
 import textwrap
 
 import pytest
 
-from processes import child_json
+from course_lib import processes
 
 CHILD = textwrap.dedent('''
-    import json
     import keras
     import numpy as np
     import tensorflow as tf
@@ -96,13 +95,13 @@ CHILD = textwrap.dedent('''
     out["4 swapped"] = f(4, last_batch_per_replica=[2, 3], **split)
     out["4 full batch"] = f(4, last_batch_per_replica=[24, 24], **split)
     out["4 not a list"] = f(4, last_batch_per_replica=5, **split)
-    print(json.dumps(out))
+    result = out
 ''')
 
 
 @pytest.fixture(scope="module")
 def results():
-    return child_json(CHILD)
+    return processes.run(source=CHILD, timeout=300).result
 
 
 @pytest.mark.parametrize("case, complaint", [

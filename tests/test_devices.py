@@ -1,6 +1,3 @@
-import json
-import textwrap
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,9 +8,9 @@ NO_GPU = not tf.config.list_physical_devices("GPU")
 
 
 def child(source: str) -> dict:
-    """Run ``source`` in a fresh Python (virtual devices need a runtime that has not started)."""
-    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"})
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """Run ``source`` in a fresh Python (virtual devices need a runtime that has not started); what it
+    leaves in ``result``."""
+    return devices.run_python(source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}).result
 
 
 def test_short_name():
@@ -72,7 +69,6 @@ def test_memory_growth_changes_nothing_without_gpus():
 
 def test_virtual_cpus_in_a_fresh_process_are_idempotent():
     out = child("""
-        import json
         from course_lib import devices
         first = devices.virtual_cpus(3)
         again = devices.virtual_cpus(3)
@@ -84,7 +80,7 @@ def test_virtual_cpus_in_a_fresh_process_are_idempotent():
         import tensorflow as tf
         with tf.device("/CPU:2"):
             x = tf.ones([2]) + 1
-        print(json.dumps({"first": first, "again": again, "error": error, "where": devices.where(x)}))
+        result = {"first": first, "again": again, "error": error, "where": devices.where(x)}
     """)
     assert out["first"] == out["again"] == ["/device:CPU:0", "/device:CPU:1", "/device:CPU:2"]
     assert out["where"] == "CPU:2"
@@ -95,7 +91,6 @@ def test_virtual_cpus_in_a_fresh_process_are_idempotent():
 
 def test_virtual_cpus_after_tensorflow_already_started():
     out = child("""
-        import json
         import tensorflow as tf
         from course_lib import devices
         tf.constant(1.0) + 1.0  # the runtime starts here, with one CPU
@@ -104,7 +99,7 @@ def test_virtual_cpus_after_tensorflow_already_started():
             error = None
         except devices.DeviceSetupError as exc:
             error = str(exc)
-        print(json.dumps({"error": error, "one": devices.virtual_cpus(1)}))
+        result = {"error": error, "one": devices.virtual_cpus(1)}
     """)
     assert "already running with 1 logical CPU device(s) (CPU:0), so it cannot be split into 4" in out["error"]
     assert "Restart the kernel or process and call devices.virtual_cpus(4)" in out["error"]
@@ -138,7 +133,7 @@ def test_cuda_visible_devices_in_a_child_process():
 
 
 def test_run_python_reports_failures():
-    with pytest.raises(RuntimeError, match=r"exited with 1:[\s\S]*ZeroDivisionError"):
+    with pytest.raises(RuntimeError, match=r"exited with code 1[\s\S]*ZeroDivisionError"):
         devices.run_python("1 / 0")
 
 
@@ -163,7 +158,6 @@ def test_copy_devices_are_existing_devices():
 
 def test_two_logical_cpus_share_the_buffer_and_numpy_copies():
     out = child("""
-        import json
         from course_lib import devices
         devices.virtual_cpus(2)
         import numpy as np, tensorflow as tf
@@ -171,9 +165,9 @@ def test_two_logical_cpus_share_the_buffer_and_numpy_copies():
         device, same = devices.shares_buffer(x, "/CPU:1")
         with tf.device("/CPU:1"):
             computed = x * 2.0  # a new result gets its own buffer
-        print(json.dumps({"device": device, "same": same,
-                          "numpy_same": bool(np.shares_memory(x.numpy(), np.asarray(x))),
-                          "computed_same": np.asarray(computed).ctypes.data == np.asarray(x).ctypes.data}))
+        result = {"device": device, "same": same,
+                  "numpy_same": bool(np.shares_memory(x.numpy(), np.asarray(x))),
+                  "computed_same": np.asarray(computed).ctypes.data == np.asarray(x).ctypes.data}
     """)
     assert out == {"device": "CPU:1", "same": True, "numpy_same": False, "computed_same": False}
 

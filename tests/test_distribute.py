@@ -4,19 +4,15 @@ clearly and always cleans up, within bounded time."""
 
 import json
 import os
-import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
-from course_lib import devices, distribute
+from course_lib import devices, distribute, processes
 
 from processes import child_processes
 
 pytestmark = pytest.mark.timeout(180)
-
-TESTS = str(Path(__file__).resolve().parent)
 
 
 # -- helpers the launched workers import (this file is on their sys.path) ---------------------------
@@ -58,17 +54,9 @@ def strategy_report():
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    source = f"""
-        import json, sys
-        sys.path.insert(0, {TESTS!r})
-        import test_distribute
-        print("REPORT " + json.dumps(test_distribute.strategy_report()))
-    """
     folder = str(tmp_path_factory.mktemp("report"))
-    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3", "REPORT_DIR": folder},
-                              timeout=170)
-    line = [s for s in proc.stdout.splitlines() if s.startswith("REPORT ")][-1]
-    return json.loads(line[len("REPORT "):])
+    return processes.run("test_distribute:strategy_report", env={"TF_CPP_MIN_LOG_LEVEL": "3", "REPORT_DIR": folder},
+                         timeout=170).result
 
 
 def test_every_strategy_trains_to_the_same_loss(report):

@@ -22,8 +22,6 @@ import hashlib
 import html
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +32,7 @@ import tensorflow as tf
 import keras
 from keras import layers
 
-from course_lib import bench
+from course_lib import bench, processes
 
 CACHE = Path(__file__).resolve().parents[2] / "build" / "g2p"
 
@@ -611,20 +609,20 @@ def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_si
         unknown = set(setting) - known
         if unknown:
             raise ValueError(f"setting {name!r} has unknown keys {sorted(unknown)}; use {sorted(known)}")
-        env = dict(os.environ)
+        env = {}
         if "omp" in setting:
             env["OMP_NUM_THREADS"] = str(setting["omp"])
         if "onednn" in setting:
             env["TF_ENABLE_ONEDNN_OPTS"] = "1" if setting["onednn"] else "0"
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        argv = [sys.executable, "-m", "course_lib.models.g2p", "--weights", str(weights),
-                "--intra", str(setting.get("intra", 0)), "--inter", str(setting.get("inter", 0)),
-                "--repeats", str(repeats), "--name", name,
-                "--batch-sizes", *map(str, batch_sizes), "--", *words[:max(batch_sizes)]]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
-        if done.returncode != 0:
-            raise bench.BenchError(f"setting {name!r}: the worker process failed:\n{done.stderr[-2000:]}")
-        for k, t in json.loads(done.stdout.strip().splitlines()[-1]).items():
+        try:
+            measured = processes.run(
+                "course_lib.models.g2p:threaded_decoder_timings", env=env, timeout=timeout_s,
+                kwargs={"weights": str(weights), "words": list(words[:max(batch_sizes)]),
+                        "batch_sizes": list(batch_sizes), "intra": setting.get("intra", 0),
+                        "inter": setting.get("inter", 0), "repeats": repeats, "name": name}).result
+        except processes.ChildError as exc:
+            raise bench.BenchError(f"setting {name!r}: the worker process failed: {exc}") from None
+        for k, t in measured.items():
             timings[int(k)].append(bench.Timing(**t))
     info = bench.machine()
     return LatencyTable({k: bench.Comparison(ts, baseline=ts[0].name, machine=info, params={"words": k},
@@ -632,30 +630,16 @@ def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_si
                          for k, ts in timings.items()})
 
 
-def _worker(argv: Sequence[str] | None = None) -> int:
-    """The thread-setting process: set the thread pools first, then build, trace and time."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description="time the g2p one-graph decoder under thread settings")
-    parser.add_argument("--weights", required=True)
-    parser.add_argument("--intra", type=int, default=0)
-    parser.add_argument("--inter", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--name", default="decoder")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1])
-    parser.add_argument("words", nargs="+")
-    args = parser.parse_args(argv)
-    tf.config.threading.set_intra_op_parallelism_threads(args.intra)
-    tf.config.threading.set_inter_op_parallelism_threads(args.inter)
-    decode = greedy_decoder(load_weights(args.weights))
+def threaded_decoder_timings(weights: str, words: Sequence[str], batch_sizes: Sequence[int], intra: int = 0,
+                             inter: int = 0, repeats: int = 5, name: str = "decoder") -> dict:
+    """Runs in the fresh process of ``thread_comparison``: set the thread pools first (0: TensorFlow's
+    choice), then build, trace and time the decoder; one ``Timing`` as a dict per batch size."""
+    tf.config.threading.set_intra_op_parallelism_threads(intra)
+    tf.config.threading.set_inter_op_parallelism_threads(inter)
+    decode = greedy_decoder(load_weights(weights))
     out = {}
-    for k in args.batch_sizes:
-        x = tf.constant(encode_words(args.words[:k]))
-        t = bench.measure(lambda: decode(x), name=args.name, repeats=args.repeats)
+    for k in batch_sizes:
+        x = tf.constant(encode_words(list(words[:k])))
+        t = bench.measure(lambda: decode(x), name=name, repeats=repeats)
         out[k] = {"name": t.name, "first_call_s": t.first_call_s, "times_s": t.times_s, "number": t.number}
-    print(json.dumps(out))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_worker())
+    return out

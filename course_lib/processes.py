@@ -1,0 +1,290 @@
+"""Code in a fresh Python process, and its result back: the one way the course does it.
+
+Several of TensorFlow's settings are read once, when it starts: XLA flags
+(``TF_XLA_FLAGS``), thread pools and ``OMP_NUM_THREADS``, oneDNN, ``CUDA_VISIBLE_DEVICES``,
+logical devices, placement logging, and the ``TF_CONFIG`` that tells a worker of
+MultiWorkerMirroredStrategy where its peers are. A lecture that shows one of them runs
+code in a new Python, and ``run`` (one process) and ``run_many`` (several at once, each
+with its own environment) are how:
+
+* the child runs ``module:function(*args, **kwargs)`` or a source snippet, after the
+  environment variables, the XLA flags and the logical CPUs asked for are in place;
+* what the function returned (or what the snippet left in a variable named ``result``)
+  comes back as JSON through a file, so the child's own printing and TensorFlow's log
+  lines never get in the way; its stdout and stderr come back as text too;
+* a child that fails raises ``ChildError`` naming it, its exit code and the end of its
+  stderr; one still running after ``timeout`` raises ``ChildTimeout``; as soon as one
+  of several fails, the others are stopped;
+* however it ends, every child and whatever it started is stopped before the call
+  returns (each child leads its own process group: SIGTERM, then SIGKILL).
+
+The module imports neither TensorFlow nor NumPy, so the ``course`` command stays quick.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+__all__ = ["ChildError", "ChildTimeout", "Finished", "run", "run_many"]
+
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_BARRIER_S = 60.0  # how long a finished child waits for the others before exiting
+_TAIL_LINES = 20
+
+
+class ChildError(RuntimeError):
+    """A child process failed: which one (``worker``, its index), how it ended, the end of its stderr."""
+
+    def __init__(self, message: str, *, worker: int | None = None, returncode: int | None = None,
+                 stderr_tail: str = ""):
+        super().__init__(message)
+        self.worker, self.returncode, self.stderr_tail = worker, returncode, stderr_tail
+
+
+class ChildTimeout(ChildError, TimeoutError):
+    """The children had not all finished within the timeout; all were stopped."""
+
+
+@dataclass
+class Finished:
+    """One child that ended well: what it returned (through JSON) and what it printed."""
+
+    result: Any
+    stdout: str
+    stderr: str
+
+
+def run(target: str | None = None, *, source: str | None = None, args: Sequence = (),
+        kwargs: Mapping | None = None, env: Mapping[str, str] | None = None, xla_flags: str | None = None,
+        virtual_cpus: int | None = None, timeout: float = 300.0, grace: float = 3.0) -> Finished:
+    """Run ``target`` (``"module:function"``, called with ``args`` and ``kwargs``) or ``source`` (Python
+    text; its variable ``result``, if it sets one, is the result) in a fresh Python.
+
+    ``env`` adds environment variables (``TF_CPP_MIN_LOG_LEVEL`` is 2 unless set there), ``xla_flags``
+    sets ``TF_XLA_FLAGS``, ``virtual_cpus=n`` splits the CPU into ``n`` logical devices before the code
+    runs. Arguments and results travel as JSON (NumPy values and tensors become lists).
+    """
+    return run_many(target, [{}], source=source, args=args, kwargs=kwargs, env=env, xla_flags=xla_flags,
+                    virtual_cpus=virtual_cpus, timeout=timeout, grace=grace)[0]
+
+
+def run_many(target: str | None, each: Sequence[Mapping[str, str]], *, source: str | None = None,
+             args: Sequence = (), kwargs: Mapping | None = None, env: Mapping[str, str] | None = None,
+             xla_flags: str | None = None, virtual_cpus: int | None = None, timeout: float = 300.0,
+             grace: float = 3.0) -> list[Finished]:
+    """``run`` in one child per entry of ``each`` at the same time, child ``i`` with ``each[i]`` added
+    to its environment (the workers of one cluster: ``TF_CONFIG`` differs); their results in order.
+
+    A child that has finished waits (up to a minute) until every child has a result before it exits,
+    so a fast worker does not leave while a slower one still needs it for a collective.
+    """
+    spec = _spec(target, source, args, kwargs, virtual_cpus)
+    what = _describe(target, source, xla_flags)
+    if not each:
+        raise ValueError("run_many needs one environment mapping per child, got none")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    base = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **dict(env or {})}
+    if xla_flags is not None:
+        base["TF_XLA_FLAGS"] = xla_flags
+    base["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [os.getcwd()])  # the parent's imports
+    n = len(each)
+    folder = Path(tempfile.mkdtemp(prefix="course-child-"))
+    (folder / "spec.json").write_text(spec)
+    procs: list[subprocess.Popen] = []
+    started = time.monotonic()
+    try:
+        for i, extra in enumerate(each):
+            with open(folder / f"{i}.out", "wb") as out, open(folder / f"{i}.err", "wb") as err:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "course_lib.processes", str(folder), str(i), str(n)],
+                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, env={**base, **dict(extra)},
+                    start_new_session=True))
+        _wait(procs, folder, what, timeout, started)
+        finished = []
+        for i in range(n):
+            result = folder / f"result-{i}.json"
+            if not result.exists():
+                raise ChildError(f"{_name(i, n)} running {what} exited without a result", worker=i, returncode=0,
+                                 stderr_tail=_tail(folder / f"{i}.err"))
+            finished.append(Finished(json.loads(result.read_text())["result"],
+                                     (folder / f"{i}.out").read_text(errors="replace"),
+                                     (folder / f"{i}.err").read_text(errors="replace")))
+        return finished
+    finally:
+        _stop(procs, grace)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _describe(target: str | None, source: str | None, xla_flags: str | None) -> str:
+    flags = f" with TF_XLA_FLAGS={xla_flags!r}" if xla_flags is not None else ""
+    return (target if source is None else "a source snippet") + flags
+
+
+def _spec(target, source, args, kwargs, virtual_cpus) -> str:
+    """Check what the child is asked to do, before anything starts; the JSON it reads."""
+    if (target is None) == (source is None):
+        raise ValueError("give either target='module:function' or source='python code', not both or neither")
+    if source is not None and (args or kwargs):
+        raise ValueError("args and kwargs go to a target function; a source snippet takes none")
+    if target is not None:
+        _check_target(target)
+    if virtual_cpus is not None and (not isinstance(virtual_cpus, int) or isinstance(virtual_cpus, bool)
+                                     or virtual_cpus < 1):
+        raise ValueError(f"virtual_cpus must be a whole number >= 1, got {virtual_cpus!r}")
+    try:
+        return json.dumps({"target": target, "source": None if source is None else textwrap.dedent(source),
+                           "args": list(args), "kwargs": dict(kwargs or {}), "virtual_cpus": virtual_cpus})
+    except TypeError as exc:
+        raise TypeError(f"args and kwargs are sent to the child as JSON: {exc}") from None
+
+
+def _check_target(target: str) -> None:
+    if not isinstance(target, str) or not _TARGET.match(target):
+        raise ValueError(f"target must be 'module:function' (e.g. 'course_lib.distribute:multi_worker_train'), "
+                         f"got {target!r}")
+    module = target.split(":")[0]
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise ValueError(f"cannot find module {module!r} for target {target!r}: the child imports it, so it must "
+                         "be importable here (installed, or in a folder on sys.path)")
+
+
+def _name(i: int, n: int) -> str:
+    return "the child Python" if n == 1 else f"worker {i} of {n}"
+
+
+def _wait(procs: Sequence[subprocess.Popen], folder: Path, what: str, timeout: float, started: float) -> None:
+    """Until every child has exited with 0; raise at the first failure or at the timeout."""
+    n = len(procs)
+    while True:
+        codes = [p.poll() for p in procs]
+        for i, code in enumerate(codes):
+            if code not in (None, 0):
+                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                others = "; the other workers were stopped" if n > 1 else ""
+                tail = _tail(folder / f"{i}.err")
+                raise ChildError(f"{_name(i, n)} running {what} {how} after {time.monotonic() - started:.1f} s"
+                                 f"{others}. End of its stderr:\n{tail}", worker=i, returncode=code,
+                                 stderr_tail=tail)
+        if all(code == 0 for code in codes):
+            return
+        if time.monotonic() - started > timeout:
+            waiting = [i for i, code in enumerate(codes) if code is None]
+            tail = _tail(folder / f"{waiting[0]}.err")
+            if n == 1:
+                message = (f"the child Python running {what} had not finished after {timeout:g} s (timeout) and "
+                           f"was stopped. End of its stderr:\n{tail}")
+            else:
+                message = (f"workers {waiting} of {n} running {what} had not finished after {timeout:g} s "
+                           f"(timeout); all were stopped. End of worker {waiting[0]}'s stderr:\n{tail}")
+            raise ChildTimeout(message,
+                               worker=waiting[0], stderr_tail=tail)
+        time.sleep(0.02)
+
+
+def _tail(path: Path, lines: int = _TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no stderr)"
+    kept = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:]) or "(stderr was empty)"
+
+
+def _signal_groups(procs: Sequence[subprocess.Popen], sig: int) -> None:
+    for p in procs:
+        try:
+            os.killpg(p.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _stop(procs: Sequence[subprocess.Popen], grace: float) -> None:
+    """End every child and anything it started: SIGTERM, then SIGKILL for whatever is left after
+    ``grace`` seconds; every child is reaped."""
+    _signal_groups(procs, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        for p in procs:
+            p.poll()  # reaps a child that has exited, so only live processes keep its group
+        if not any(_group_alive(p.pid) for p in procs):
+            break
+        time.sleep(0.02)
+    _signal_groups(procs, signal.SIGKILL)
+    for p in procs:
+        p.wait()
+
+
+def _jsonable(value):
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    if hasattr(value, "tolist"):  # NumPy arrays and scalars
+        return value.tolist()
+    raise TypeError(f"a child's result must be JSON-able; {type(value).__name__} is not "
+                    "(return numbers, strings, lists and dicts)")
+
+
+def _child_main(folder: str, index: str, n_children: str) -> None:
+    """The child's side: set up, run the target or the snippet, write the result, wait for the others, exit.
+
+    Exiting with ``os._exit`` skips TensorFlow's teardown, which can hang while peers' connections close.
+    """
+    root, i, n = Path(folder), int(index), int(n_children)
+    try:
+        spec = json.loads((root / "spec.json").read_text())
+        if spec["virtual_cpus"]:
+            from course_lib import devices
+
+            devices.virtual_cpus(spec["virtual_cpus"])
+        if spec["source"] is not None:
+            namespace = {"__name__": "__main__"}
+            exec(compile(spec["source"], "<snippet>", "exec"), namespace)
+            result = namespace.get("result")
+        else:
+            module, name = spec["target"].split(":")
+            result = getattr(importlib.import_module(module), name)(*spec["args"], **spec["kwargs"])
+        tmp = root / f"result-{i}.tmp"
+        tmp.write_text(json.dumps({"result": result}, default=_jsonable))
+        tmp.rename(root / f"result-{i}.json")
+    except BaseException:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    deadline = time.monotonic() + _BARRIER_S
+    while time.monotonic() < deadline and len(list(root.glob("result-*.json"))) < n:
+        time.sleep(0.02)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _child_main(*sys.argv[1:4])

@@ -1,0 +1,87 @@
+"""course_lib.processes: code in a fresh Python gives its result back, its settings reach it, and a
+failure or a hang is a clear error that leaves no process behind."""
+
+import os
+
+import pytest
+
+from course_lib import processes
+
+from processes import child_processes
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_target_returns_its_value_through_json():
+    assert processes.run("math:hypot", args=[3, 4]).result == 5.0
+    assert processes.run("builtins:dict", kwargs={"a": [1, 2], "b": None}).result == {"a": [1, 2], "b": None}
+    assert child_processes() == []
+
+
+def test_a_snippet_returns_its_result_variable_and_its_output():
+    done = processes.run(source="""
+        import sys
+        import numpy as np
+        print("to stdout")
+        print("to stderr", file=sys.stderr)
+        result = {"array": np.arange(3), "scalar": np.float32(1.5)}
+    """)
+    assert done.result == {"array": [0, 1, 2], "scalar": 1.5}
+    assert done.stdout == "to stdout\n" and "to stderr" in done.stderr
+    assert processes.run(source="x = 1").result is None
+
+
+def test_environment_and_xla_flags_reach_the_child():
+    source = """
+        import os
+        result = {k: os.environ.get(k) for k in ("COURSE_TEST", "TF_XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL")}
+    """
+    seen = processes.run(source=source, env={"COURSE_TEST": "yes"}, xla_flags="--tf_xla_auto_jit=2")
+    assert seen.result == {"COURSE_TEST": "yes", "TF_XLA_FLAGS": "--tf_xla_auto_jit=2", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    quiet = processes.run(source=source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}).result
+    assert quiet["TF_CPP_MIN_LOG_LEVEL"] == "3" and quiet["COURSE_TEST"] is None
+    assert "COURSE_TEST" not in os.environ, "the parent's environment is left alone"
+
+
+def test_each_child_of_a_group_gets_its_own_environment():
+    results = [f.result for f in processes.run_many("os:getenv", [{"WHO": "a"}, {"WHO": "b"}, {}], args=["WHO"])]
+    assert results == ["a", "b", None]
+
+
+def test_virtual_cpus_are_made_before_the_code_runs():
+    source = "import tensorflow as tf\nresult = len(tf.config.list_logical_devices('CPU'))"
+    assert processes.run(source=source, virtual_cpus=3, env={"TF_CPP_MIN_LOG_LEVEL": "3"}).result == 3
+
+
+def test_a_failing_child_raises_an_error_naming_its_error():
+    with pytest.raises(processes.ChildError, match=r"the child Python running a source snippet exited with code 1"
+                                                   r"[\s\S]*ZeroDivisionError: division by zero") as info:
+        processes.run(source="print('partial output')\n1 / 0")
+    assert info.value.returncode == 1 and "ZeroDivisionError" in info.value.stderr_tail
+    with pytest.raises(processes.ChildError, match=r"math:no_such_function.*exited with code 1[\s\S]*AttributeError"):
+        processes.run("math:no_such_function")
+    with pytest.raises(processes.ChildError, match=r"must be JSON-able; object is not"):
+        processes.run("builtins:object")
+    assert child_processes() == []
+
+
+def test_a_child_past_its_timeout_is_stopped():
+    with pytest.raises(processes.ChildTimeout, match=r"time:sleep had not finished after 1 s \(timeout\)"):
+        processes.run("time:sleep", args=[60], timeout=1, grace=1)
+    assert child_processes() == []
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (dict(), ValueError, "either target"),
+    (dict(target="math:sqrt", source="x = 1"), ValueError, "either target"),
+    (dict(source="x = 1", args=[1]), ValueError, "a source snippet takes none"),
+    (dict(target="math.sqrt"), ValueError, "'module:function'"),
+    (dict(target="no_such_module:f"), ValueError, "cannot find module 'no_such_module'"),
+    (dict(target="math:sqrt", args=[object()]), TypeError, "as JSON"),
+    (dict(target="math:sqrt", virtual_cpus=0), ValueError, "virtual_cpus"),
+    (dict(target="math:sqrt", timeout=0), ValueError, "timeout"),
+])
+def test_bad_input_is_refused_before_anything_starts(call, error, message):
+    with pytest.raises(error, match=message):
+        processes.run(**call)
+    assert child_processes() == []
