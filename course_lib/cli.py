@@ -14,7 +14,7 @@ BENCHMARKS = {
     "ops": "course_lib.evo.op_benchmarks:bench_ops",
     "ga": "course_lib.evo.benchmarks:bench_ga",
     "tsp": "course_lib.evo.benchmarks:bench_tsp",
-    "ga-replicas": "course_lib.evo.distributed:bench_replicas",
+    "ga-replicas": "course_lib.evo.benchmarks:bench_replicas",
     "eager-vs-graph": "course_lib.graphs:bench_eager_vs_graph",
     "gan": "course_lib.models.gan:bench_journey",
     "xla": "course_lib.xla:bench_xla",

@@ -97,6 +97,20 @@ def fitness_history(history: Mapping[str, Sequence[float]], ax=None, *, title: s
     return ax
 
 
+def fitness_histories(runs: Mapping, stat: str = "best", ax=None, *, title: str = ""):
+    """One line per run (name -> an evolve Result or its history dict) of ``stat`` fitness per generation."""
+    ax = _axes(ax)
+    for name, run in runs.items():
+        history = getattr(run, "history", run)
+        ax.plot(range(1, len(history[stat]) + 1), history[stat], label=name)
+    ax.set_xlabel("generation")
+    ax.set_ylabel(f"{stat} fitness")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
 def throughput_bars(names: Sequence[str], values: Sequence[float], *, unit: str, ax=None, title: str = "",
                     log: bool = False):
     """Plain bars of a rate (images/s, gene-generations/s) for step-by-step case studies."""

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import evo
+from course_lib.evo import engine
 
 
 def onemax(length=32, mode="xla", seed=0, rate=None, pack="auto", selection=None):
@@ -190,9 +191,9 @@ def test_batched_equals_unbatched(xla_onemax):
 def test_memory_budget_sets_the_batch():
     model = onemax(24, mode="graph")
     pop = bits(20, 24)
-    per_row = 24 * evo.model.BYTES_PER_GENE_IN_FLIGHT
-    assert model._batch_rows(None, 5 * per_row, 20) == 5
-    assert model._batch_rows(None, 10**9, 20) is None
+    per_row = 24 * engine.BYTES_PER_GENE_IN_FLIGHT
+    assert engine.batch_rows(model, None, 5 * per_row, 20) == 5
+    assert engine.batch_rows(model, None, 10**9, 20) is None
     assert_same(model.evolve(pop, generations=4), model.evolve(pop, generations=4, memory_budget=5 * per_row))
     with pytest.raises(ValueError, match="less than one individual needs"):
         model.evolve(pop, generations=1, memory_budget=10)

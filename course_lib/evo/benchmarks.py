@@ -8,13 +8,17 @@ over the population (no Python loop per individual): the bar the engine is judge
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import textwrap
 from typing import Callable
 
 import numpy as np
+import tensorflow as tf
 
-from course_lib import bench
+from course_lib import bench, devices, distribute, evo
+from course_lib.evo import distributed
 
 # -- NumPy references ------------------------------------------------------------------------
 
@@ -79,8 +83,6 @@ def numpy_rastrigin(population, generations: int, stddev: float, low: float, hig
 
 def onemax_model(length: int, mode: str, seed: int = 0, pack="auto"):
     """The model of DESIGN.md's example: bit flip 1/L, uniform crossover, OneMax, tournament of 2."""
-    from course_lib import evo
-
     inputs = evo.Input(shape=(length,), dtype="int32")
     x = evo.ops.BitFlipMutation(rate=1 / length)(inputs)
     x = evo.ops.UniformCrossover()(x)
@@ -100,8 +102,6 @@ def onemax_variants(generations: int, *, small_chunk: int = 1, memory_budget: in
     call, no bit-packing, a ``memory_budget`` in bytes. Building a variant compiles nothing; its
     first call does (reported apart).
     """
-    from course_lib import evo
-
     def population_of(population: int, genes: int):
         return evo.population.random_integers((population, genes), 0, 2, seed=seed)
 
@@ -124,8 +124,6 @@ RASTRIGIN = {"stddev": 0.1, "low": -5.12, "high": 5.12}
 
 def rastrigin_model(dims: int, mode: str, seed: int = 0):
     """Gaussian mutation (clipped to [-5.12, 5.12]), uniform crossover, Rastrigin, tournament of 2."""
-    from course_lib import evo
-
     inputs = evo.Input(shape=(dims,), dtype="float32")
     x = evo.ops.GaussianMutation(**RASTRIGIN)(inputs)
     x = evo.ops.UniformCrossover()(x)
@@ -153,11 +151,7 @@ def bench_ga(argv: list[str]) -> int:
     per-call work (checking, packing and unpacking the population, copying the result
     to NumPy) counts, once per run as in real use.
     """
-    from course_lib import evo
-
-    if any(a == "--replicas" or a.startswith("--replicas=") for a in argv):
-        from course_lib.evo.distributed import bench_replicas  # throughput per replica count
-
+    if any(a == "--replicas" or a.startswith("--replicas=") for a in argv):  # throughput per replica count
         return bench_replicas(argv)
     parser = argparse.ArgumentParser(prog="course bench ga", description=bench_ga.__doc__,
                                      epilog="with --replicas N [N ...]: throughput per replica count "
@@ -196,6 +190,155 @@ def bench_ga(argv: list[str]) -> int:
         results.append({"problem": name, "comparison": cmp.to_dict(), "gene_generations_per_s": rates,
                         "vs_numpy": {v: cmp.speedup(v) for v in rates}})
     _write_json(args.json, {"machine": bench.machine(), "results": results})
+    print(f"wrote {args.json}")
+    return 0
+
+
+# -- runs the lecture, the tests and the benchmark share -----------------------------------------
+
+
+def onemax_run(strategy, length: int = 64, individuals: int = 64, generations: int = 60,
+               distribution: str = "global", migration_interval: int = 10, migrants: int = 1,
+               mode: str = "xla", seed: int = 0, model=None, **evolve_options) -> dict:
+    """Evolve the engine's OneMax model (bit flip 1/L, uniform crossover, tournament of 2) under
+    ``strategy``; a JSON-able summary, so a worker process can return it. Pass ``model`` (built
+    with the same length, mode and seed) to reuse its compiled programs; other options go to
+    ``evolve`` (callbacks, chunk, resume_from with population=None...)."""
+    model = model or onemax_model(length, mode, seed=seed)
+    genes = None if "resume_from" in evolve_options else evo.population.random_integers((individuals, length), 0, 2,
+                                                                                         seed=seed)
+    result = model.evolve(genes, generations, strategy=strategy, distribution=distribution,
+                          migration_interval=migration_interval, migrants=migrants, **evolve_options)
+    return {"replicas": strategy.num_replicas_in_sync, "distribution": distribution,
+            "best_fitness": result.best_fitness, "generations": result.generations,
+            "best_history": result.history["best"], "mean_history": result.history["mean"],
+            "stopped_early": result.stopped_early, "population_digest": digest(result.population),
+            "best_digest": digest(result.best)}
+
+
+def digest(array: np.ndarray) -> str:
+    """A short hash of an array's bytes: equal digests, equal arrays."""
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
+def multi_worker_onemax(checkpoint: str | None = None, resume_at: int | None = None, **kwargs) -> dict:
+    """Run inside ``course_lib.distribute.launch``: ``onemax_run`` under MultiWorkerMirroredStrategy
+    (one replica per worker process, collectives over gRPC on 127.0.0.1).
+
+    With ``checkpoint`` (a path with ``{worker}`` in it: each worker writes its own file) and
+    ``resume_at``: run to ``resume_at`` with a Checkpoint there, then resume from it to the end.
+    """
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first TF call of the worker
+    worker = distribute.worker_context()["index"]
+    if checkpoint is None:
+        return {"worker": worker, **onemax_run(strategy, **kwargs)}
+    path = checkpoint.format(worker=worker)
+    model = onemax_model(kwargs.get("length", 64), kwargs.get("mode", "xla"), seed=kwargs.get("seed", 0))
+    onemax_run(strategy, **{**kwargs, "generations": resume_at}, model=model,
+               callbacks=[evo.callbacks.Checkpoint(path, every=resume_at)])
+    return {"worker": worker, **onemax_run(strategy, **kwargs, model=model, resume_from=path)}
+
+
+# -- throughput per replica count: `course bench ga --replicas N ...` ----------------------------------
+
+PROBLEMS = ("onemax", "rastrigin")
+
+
+def _problem(problem: str, shape: tuple[int, int], mode: str):
+    """(model, initial population) of the engine's benchmark models."""
+    n, length = shape
+    if problem == "onemax":
+        return onemax_model(length, mode), evo.population.random_integers(shape, 0, 2, seed=0)
+    if problem == "rastrigin":
+        return rastrigin_model(length, mode), evo.population.uniform(shape, -5.12, 5.12, seed=0)
+    raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)}")
+
+
+def replica_variants(model, population, generations: int, *, strategy_for, migrants: int = 1) -> dict:
+    """``SpeedupWidget`` builders (knobs ``replicas`` and ``migration_interval``): ``model`` on one device
+    without a strategy, and with global selection and with islands under ``strategy_for(replicas)``,
+    each timed call a whole ``evolve`` of ``generations`` from ``population``."""
+
+    def builder(distribution: str | None):
+        def build(replicas: int, migration_interval: int):
+            if distribution is None:
+                return lambda: model.evolve(population, generations=generations).population
+            strategy = strategy_for(replicas)
+            return lambda: model.evolve(population, generations=generations, strategy=strategy,
+                                        distribution=distribution, migration_interval=migration_interval,
+                                        migrants=migrants).population
+        return build
+
+    return {"one device": builder(None), "global": builder("global"), "islands": builder("islands")}
+
+
+def replica_comparison(strategy, model, population, generations: int = 30, *, migration_interval: int = 10,
+                       migrants: int = 1, repeats: int = 3):
+    """Time ``model`` on one device without a strategy, then with global selection and with islands
+    under ``strategy``, on the same population, in this run (``course_lib.bench.compare``)."""
+    r = strategy.num_replicas_in_sync
+    shape = tuple(np.shape(population))
+    builders = replica_variants(model, population, generations, strategy_for=lambda _: strategy, migrants=migrants)
+    variants = {name if name == "one device" else f"{name} x{r}": build(r, migration_interval)
+                for name, build in builders.items()}
+    return bench.compare(variants, baseline="one device", repeats=repeats, warmup=1, number=1,
+                         title=f"{model.name} {shape[0]} x {shape[1]}, {generations} generations, {r} replica(s)",
+                         params={"problem": model.name, "population": list(shape), "generations": generations,
+                                 "replicas": r, "migration_interval": migration_interval, "migrants": migrants})
+
+
+def measure_replicas_in_fresh_process(replicas: int, problems: list, generations: int, repeats: int) -> dict:
+    """Runs in a process of its own: virtual CPUs are fixed when TensorFlow starts."""
+    strategy = distribute.make_strategy("mirrored", devices.virtual_cpus(replicas))
+    out = []
+    for problem, shape in problems:
+        model, population = _problem(problem, shape, "xla")
+        cmp = replica_comparison(strategy, model, population, generations, repeats=repeats)
+        work = shape[0] * shape[1] * generations
+        out.append({"comparison": cmp.to_dict(), "gene_generations_per_s": {t.name: work / t.median_s
+                                                                           for t in cmp.timings}})
+    return {"replicas": replicas, "results": out}
+
+
+def bench_replicas(argv: list[str]) -> int:
+    """OneMax and Rastrigin throughput per replica count (MirroredStrategy over virtual CPUs, one
+    fresh process per count), global selection and islands against one device without a strategy."""
+    parser = argparse.ArgumentParser(prog="course bench ga-replicas", description=bench_replicas.__doc__)
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4], metavar="N",
+                        help="replica counts (one virtual CPU each)")
+    parser.add_argument("--quick", action="store_true", help="small populations, few generations")
+    parser.add_argument("--generations", type=int, default=None, help="generations per timed run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", default="build/bench/ga_replicas.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    if any(r < 1 for r in args.replicas):
+        parser.error("--replicas takes whole numbers >= 1")
+    generations = args.generations or (10 if args.quick else 30)
+    problems = ([("onemax", (512, 256)), ("rastrigin", (512, 100))] if args.quick
+                else [("onemax", (4096, 1024)), ("rastrigin", (4096, 100))])
+    for r in args.replicas:
+        for _, (n, _) in problems:
+            distributed.shard_size(n, r)
+    print(f"GA throughput per replica count on {bench.machine_summary()}")
+    runs = []
+    for r in args.replicas:
+        source = textwrap.dedent(f"""
+            import json
+            from course_lib.evo import benchmarks
+            out = benchmarks.measure_replicas_in_fresh_process({r}, {problems!r}, {generations}, {args.repeats})
+            print("RESULT " + json.dumps(out, default=str))
+        """)
+        proc = devices.run_python(source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=1800)
+        runs.append(json.loads([s for s in proc.stdout.splitlines() if s.startswith("RESULT ")][-1][7:]))
+    print(f"{'problem':10}{'replicas':>9}  {'variant':14}{'gene-generations/s':>20}{'vs one device':>15}")
+    for run in runs:
+        for res in run["results"]:
+            cmp = res["comparison"]
+            for v in cmp["variants"]:
+                rate = res["gene_generations_per_s"][v["name"]]
+                print(f"{cmp['params']['problem']:10}{run['replicas']:>9}  {v['name']:14}{rate:>20.3e}"
+                      f"{v['speedup']:>14.2f}x")
+    _write_json(args.json, {"machine": bench.machine(), "generations": generations, "runs": runs})
     print(f"wrote {args.json}")
     return 0
 

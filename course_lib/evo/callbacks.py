@@ -1,7 +1,7 @@
 """Callbacks run between compiled chunks of generations: progress, history, early stop, checkpoints.
 
 ``evolve`` compiles many generations into one call and hands control back to Python
-only between chunks; a callback sees the run (``course_lib.evo.model.Run``) there.
+only between chunks; a callback sees the run (``course_lib.evo.engine.Run``) there.
 A callback with ``every = k`` makes chunks end at multiples of k generations.
 EarlyStopping is also compiled into the loop, so a run stops at the exact generation.
 """

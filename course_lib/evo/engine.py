@@ -1,0 +1,284 @@
+"""The one evolution loop: a run is prepared once, then one loop drives it through an executor.
+
+``prepare`` validates the population and options, decides packing, the batch size
+under a memory budget and the mode (timing the modes for 'auto'), and reads a
+checkpoint to resume. ``evolve`` then runs chunks of generations through the
+executor's compiled program (``executors.OneDevice`` or ``distributed.Replicated``):
+chunks end where a callback's ``every`` asks, early stopping (target and patience) is
+compiled into the program so a run stops at the exact generation, history is
+appended after each chunk, and ``Run.snapshot`` is what a checkpoint holds. Every
+feature works the same under every executor.
+
+Where to add things: an op is one class in ``evo/ops`` (it registers itself); a
+selection subclasses ``selection.Selection``; a fitness subclasses ``fitness.Fitness``;
+a way of distributing is a ``distributed.Policy``; a mode is an entry of
+``executors.COMPILERS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib import bench
+from course_lib.evo import callbacks as cb_lib
+from course_lib.evo.executors import STATS, OneDevice, no_limits
+
+# memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
+BYTES_PER_GENE_IN_FLIGHT = 32
+AUTO_PROBE_GENERATIONS = 3
+
+
+@dataclass
+class Result:
+    """What ``evolve`` returns; arrays are NumPy, fitness in the problem's units."""
+
+    best: np.ndarray
+    best_fitness: float
+    history: dict
+    population: np.ndarray
+    fitness: np.ndarray
+    generations: int
+    mode: str
+    packed: bool
+    stopped_early: bool
+
+    def plot(self, ax=None):
+        """Best and mean fitness per generation (``course_lib.plotting.fitness_history``)."""
+        from course_lib.plotting import fitness_history  # matplotlib only when plotting
+
+        return fitness_history(self.history, ax=ax)
+
+    def __repr__(self) -> str:
+        return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
+                f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
+                f"stopped_early={self.stopped_early})")
+
+
+def whole(name: str, value, minimum: int) -> int:
+    """``value`` as an int, or a clear error when it is not a whole number >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+# -- preparing a run ------------------------------------------------------------------------------------
+
+
+def population(model, population) -> tf.Tensor:
+    """``population`` as a tensor of the model's genomes, or a clear error naming what is wrong."""
+    spec = model.input.spec
+    x = tf.convert_to_tensor(population)
+    if x.shape.rank is None or x.shape.rank < 2:
+        raise ValueError(f"population must have shape (individuals, *genome), at least 2-D; got shape "
+                         f"{tuple(x.shape)}. For a single genome add the population axis: x[None]")
+    if tuple(x.shape[1:]) != spec.shape:
+        raise ValueError(f"population genomes have shape {tuple(x.shape[1:])}, but the model's Input "
+                         f"expects {spec.shape}; reshape the population or change evo.Input(shape=...)")
+    if x.dtype != spec.dtype:
+        same_kind = (x.dtype.is_integer and spec.dtype.is_integer) or (x.dtype.is_floating and spec.dtype.is_floating)
+        if not same_kind:
+            raise TypeError(f"population dtype {x.dtype.name} does not match the Input's {spec.dtype.name}; "
+                            f"cast it (e.g. population.astype('{spec.dtype.name}')) or change evo.Input(dtype=...)")
+        x = tf.cast(x, spec.dtype)
+    if x.shape[0] < 2:
+        raise ValueError(f"a population needs at least 2 individuals, got {x.shape[0]}")
+    if model.fitness.permutation or any(n.op.permutation for n in model.nodes):
+        # in int64: sort and range have no kernels for the narrow dtypes
+        ok = tf.reduce_all(tf.sort(tf.cast(x, tf.int64), axis=1) == tf.range(spec.shape[0], dtype=tf.int64)[None, :])
+        if not bool(ok):
+            raise ValueError(f"this model needs each genome to be a permutation of 0..{spec.shape[0] - 1}; "
+                             "make one with evo.population.permutations(n, length, seed)")
+    return x
+
+
+def batch_rows(model, batch_size, memory_budget, rows: int) -> int | None:
+    """Rows per batch of ops and fitness on one device (None: all ``rows`` at once)."""
+    if batch_size is not None and memory_budget is not None:
+        raise ValueError("give batch_size (rows) or memory_budget (bytes), not both")
+    if memory_budget is not None:
+        per_row = model.input.spec.size * BYTES_PER_GENE_IN_FLIGHT
+        batch_size = whole("memory_budget", memory_budget, 1) // per_row
+        if batch_size < 1:
+            raise ValueError(f"memory_budget={memory_budget} bytes is less than one individual needs "
+                             f"(about {per_row} bytes); raise it")
+    elif batch_size is not None:
+        batch_size = whole("batch_size", batch_size, 1)
+    return None if batch_size is None or batch_size >= rows else batch_size
+
+
+def packing(model, genes: tf.Tensor) -> bool:
+    """Bit-pack when the ops can and every gene is 0 or 1; ``pack=True`` makes that a requirement."""
+    if model.pack is True and not model.packable():
+        raise ValueError("pack=True, but these ops cannot run on packed genomes: "
+                         + ", ".join(n.op.name for n in model.nodes if not n.op.packable))
+    if not model.packable():
+        return False
+    binary = bool(tf.reduce_all(tf.equal(genes & tf.cast(-2, genes.dtype), 0)))
+    if model.pack is True and not binary:
+        raise ValueError("pack=True, but the population has genes other than 0 and 1")
+    return binary
+
+
+def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: int) -> str:
+    """The model's compiled mode; 'auto' times the modes once, on one device's rows as a plain run."""
+    if model.chosen_mode is None:
+        probe = min(AUTO_PROBE_GENERATIONS, chunk)
+        rows = genes[:executor.rows(genes.shape[0])]
+        target, patience = no_limits(1.0 if model.fitness.maximize else -1.0)
+        for mode in ("eager", "graph", "xla"):
+            prog = OneDevice().program(model, mode, packed, rows.shape[0], batch, chunk)
+            state = prog.start(rows)
+            t = bench.measure(lambda: prog.run(state, 0, probe, target, patience), name=mode, repeats=3, warmup=1,
+                              number=1)
+            model.mode_timings[mode] = t.median_s / probe
+        model.chosen_mode = min(model.mode_timings, key=model.mode_timings.get)
+        print(f"evo: auto mode chose {model.chosen_mode!r} (" + ", ".join(
+            f"{m} {s * 1e3:.3g} ms/generation" for m, s in model.mode_timings.items()) + ")")
+    return executor.mode(model, model.chosen_mode)
+
+
+def limits(callbacks, sign: float) -> tuple[tf.Tensor, tf.Tensor]:
+    """(target, patience) of the one EarlyStopping, as the compiled loop takes them."""
+    target, patience = no_limits(sign)
+    stops = [c for c in callbacks if isinstance(c, cb_lib.EarlyStopping)]
+    if len(stops) > 1:
+        raise ValueError("pass at most one EarlyStopping (it can have both target= and patience=)")
+    if stops and stops[0].target is not None:
+        target = tf.constant(stops[0].target, tf.float32)
+    if stops and stops[0].patience is not None:
+        patience = tf.constant(stops[0].patience, tf.int32)
+    return target, patience
+
+
+@dataclass
+class Prepared:
+    """A run, checked and decided once: what the loop needs."""
+
+    genes: tf.Tensor
+    generations: int
+    chunk: int
+    callbacks: list
+    batch: int | None
+    packed: bool
+    mode: str
+    checkpoint: dict | None
+
+
+def prepare(model, executor, population_, generations, *, callbacks, batch_size, memory_budget, chunk,
+            resume_from) -> Prepared:
+    """Validate everything and decide packing, batch and mode, before anything compiles."""
+    generations = whole("generations", generations, 0)
+    chunk = whole("chunk", chunk, 1)
+    callbacks = list(callbacks)
+    for c in callbacks:
+        if not isinstance(c, cb_lib.Callback):
+            raise TypeError(f"callbacks must be evo.callbacks.Callback instances, got {type(c).__name__}")
+    checkpoint = None
+    if resume_from is not None:
+        if population_ is not None:
+            raise ValueError("pass population or resume_from, not both: the checkpoint holds the population")
+        checkpoint = cb_lib.load_checkpoint(resume_from)
+        population_ = checkpoint["population"]
+        saved = int(checkpoint["generation"])
+        if generations < saved:
+            raise ValueError(f"the checkpoint is at generation {saved}, past generations={generations}: when "
+                             "resuming, generations counts from the original start, not from the checkpoint; "
+                             f"pass generations={saved + generations} for {generations} more")
+    elif population_ is None:
+        raise ValueError("evolve needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
+                         "or resume_from=<checkpoint path>")
+    genes = population(model, population_)
+    n = genes.shape[0]
+    rows = executor.rows(n)
+    executor.check(model, n)
+    batch = batch_rows(model, batch_size, memory_budget, rows)
+    packed = packing(model, genes)
+    if checkpoint is not None:
+        mode = executor.mode(model, checkpoint_mode(model, executor, checkpoint, n))
+    else:
+        mode = choose_mode(model, executor, genes, packed, batch, chunk)
+    return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint)
+
+
+def checkpoint_mode(model, executor, checkpoint: dict, n: int) -> str:
+    """The mode to resume in; a clear error when the checkpoint is of another model or run."""
+    mine = model.signature(n, executor.describe())
+    if str(checkpoint["signature"]) != mine:
+        raise ValueError("the checkpoint was written by a different model or run (ops and their parameters, "
+                         "fitness, selection, seed, population size or executor differ):\n"
+                         f"{checkpoint['signature']}\nthis model:\n{mine}")
+    mode = str(checkpoint["mode"])
+    if model.mode not in ("auto", mode):
+        raise ValueError(f"the checkpoint was written in mode {mode!r}, this model is compiled with "
+                         f"mode {model.mode!r}; compile with mode={mode!r} (or 'auto') to resume exactly")
+    return mode
+
+
+# -- the loop ----------------------------------------------------------------------------------------------
+
+
+class Run:
+    """An evolve call as callbacks see it between chunks; set ``stop = True`` to end it."""
+
+    def __init__(self, model, executor, program, state, generation: int, generations: int, history: dict):
+        self.model, self.executor, self.program, self.state = model, executor, program, state
+        self.generation, self.generations, self.history = generation, generations, history
+        self.stop = self.stopped_early = False
+
+    @property
+    def best_fitness(self) -> float:
+        return self.program.best_fitness(self.state)
+
+    def snapshot(self) -> dict:
+        """Everything needed to resume exactly (NumPy arrays, for ``np.savez``)."""
+        arrays = self.program.arrays(self.state)
+        del arrays["fitness"]  # recomputed from the population on resume
+        n = arrays["population"].shape[0]
+        return {**arrays, "generation": np.int64(self.generation),
+                "history": np.array([self.history[k] for k in STATS], np.float64).reshape(len(STATS), -1),
+                "mode": np.str_(self.program.mode),
+                "signature": np.str_(self.model.signature(n, self.executor.describe()))}
+
+    def result(self) -> Result:
+        a = self.program.arrays(self.state)
+        return Result(best=a["best"], best_fitness=float(a["best_fitness"]), history=self.history,
+                      population=a["population"], fitness=a["fitness"], generations=self.generation,
+                      mode=self.program.mode, packed=self.program.packed, stopped_early=self.stopped_early)
+
+
+def evolve(model, executor, population_=None, generations: int = 100, *, callbacks=(), batch_size=None,
+           memory_budget=None, chunk: int = 64, resume_from=None) -> Result:
+    """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
+    setup = prepare(model, executor, population_, generations, callbacks=callbacks, batch_size=batch_size,
+                    memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
+    prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch, setup.chunk)
+    generation, history = 0, {k: [] for k in STATS}
+    if setup.checkpoint is not None:
+        state = prog.restore(setup.genes, setup.checkpoint)
+        generation = int(setup.checkpoint["generation"])
+        history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(STATS)}
+    else:
+        state = prog.start(setup.genes)
+    run = Run(model, executor, prog, state, generation, setup.generations, history)
+    callbacks = setup.callbacks
+    for c in callbacks:
+        c.on_evolve_begin(run)
+    target, patience = limits(callbacks, 1.0 if model.fitness.maximize else -1.0)
+    every = [c.every for c in callbacks if c.every]
+    while run.generation < setup.generations and not run.stop:
+        g = run.generation
+        end = min([setup.generations, g + setup.chunk] + [(g // e + 1) * e for e in every])
+        run.state, rows, stopped = prog.run(run.state, g, end - g, target, patience)
+        for k, column in zip(STATS, rows.T):
+            run.history[k].extend(column.tolist())
+        run.generation = g + len(rows)
+        run.stop = run.stopped_early = stopped
+        for c in callbacks:
+            c.on_chunk_end(run)
+    for c in callbacks:
+        c.on_evolve_end(run)
+    model.history = run.history
+    return run.result()

@@ -1,0 +1,261 @@
+"""How generations run: one generation's pure tensor code, and the one-device executor.
+
+An executor is how ``engine.evolve``'s loop runs generations. It describes itself
+(``describe``, part of a checkpoint's identity), says how many rows one device holds
+(``rows``), checks the selection, and compiles a *program* for one prepared run with
+``start``, ``restore``, ``run``, ``best_fitness``, ``snapshot`` and ``arrays``. ``OneDevice``
+is here; ``distributed.Replicated`` shards the population over a ``tf.distribute``
+strategy with a distribution policy. Both build on ``Generation``, so variation, fitness,
+selection, best-so-far tracking and random keys are written once.
+
+A mode is how a function is compiled (``COMPILERS``): to add one, add its wrapper there
+and its name to ``MODES``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import fusion, rng
+from course_lib.evo import packed as packing
+from course_lib.evo.rng import Rows
+from course_lib.evo.selection import score
+
+# autograph=False: the code is explicit tf.while_loop, with no Python control flow to convert
+COMPILERS = {"eager": lambda f: f, "graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}
+MODES = (*COMPILERS, "auto")
+STATS = ("best", "mean", "std")
+NO_PATIENCE = np.iinfo(np.int32).max
+
+
+class State(NamedTuple):
+    """What one generation hands to the next on one device (or one replica): a tf.nest structure."""
+
+    population: tf.Tensor  # the genes as stored (uint32 words when bit-packed)
+    fitness: tf.Tensor  # float32 (rows,)
+    best: tf.Tensor  # the best genome so far, stored form
+    best_fitness: tf.Tensor  # float32 scalar
+    stale: tf.Tensor  # int32: generations since best_fitness last improved
+
+
+def map_rows(fn, total: int, batch: int | None, dtype: tf.DType, shape: tuple) -> tf.Tensor:
+    """``fn(rows)`` over row batches of ``batch``, stitched into all ``total`` rows.
+
+    The last batch is shifted back to end at ``total`` (recomputing a few rows: their
+    random numbers depend only on the global row, so the values are the same) so that
+    every batch has the same static shape, as XLA wants.
+    """
+    if batch is None or batch >= total:
+        return fn(Rows.all(total))
+    count = -(-total // batch)
+
+    def body(i, out):
+        start = tf.minimum(i * batch, total - batch)
+        return i + 1, out.write(i, fn(Rows(start, batch, total)))
+
+    out = tf.TensorArray(dtype, size=count, element_shape=(batch, *shape))
+    _, out = tf.while_loop(lambda i, _: i < count, body, (tf.constant(0), out))
+    stacked = tf.reshape(out.stack(), (count * batch, *shape))
+    head = (count - 1) * batch
+    return tf.concat([stacked[:head], stacked[head + count * batch - total:]], axis=0)
+
+
+class Generation:
+    """One generation's tensor code for ``rows`` individuals held by one device.
+
+    Pure in its arguments: random numbers come from the seed folded with the generation
+    (and, on replicas other than 0, with the replica), which is what makes chunked,
+    batched, resumed and sharded runs reproducible, and a one-replica run equal to a
+    plain one.
+    """
+
+    def __init__(self, model, packed: bool, rows: int, batch: int | None):
+        self.model, self.packed, self.rows, self.batch = model, packed, rows, batch
+        self.spec = model.input.spec
+        self.sign = 1.0 if model.fitness.maximize else -1.0
+        self.root = rng.key(model.seed)
+        # pool rows per parent: the children of every output, and the parents for mu + lambda
+        self.factor = len(model.outputs) + (1 if model.selection.pool == "both" else 0)
+
+    def traced(self) -> None:
+        """Count a trace on the model (Python runs a compiled body only while tracing)."""
+        if not tf.executing_eagerly():
+            self.model.trace_count += 1
+
+    def key(self, generation, replica=None) -> tf.Tensor:
+        """The generation's key; replica r > 0 folds r in, so replica 0 draws as a plain run does
+        and replica r's stream does not depend on how many replicas there are."""
+        k = rng.fold_in(self.root, generation)
+        if replica is None:
+            return k
+        return tf.where(tf.equal(replica, 0), k, rng.fold_in(k, replica))
+
+    def evaluate(self, pop: tf.Tensor) -> tf.Tensor:
+        fit = self.model.fitness
+        if self.packed:
+            def fn(rows):
+                return fit.evaluate_packed(rows.take(pop), self.spec)
+        else:
+            def fn(rows):
+                return fit(rows.take(pop))
+        return map_rows(fn, pop.shape[0], self.batch, tf.float32, ())
+
+    def vary(self, pop: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+        values = {id(self.model.input): pop}
+        for i, node in enumerate(self.model.nodes):
+            args = ([values[id(t)] for t in node.inputs], rng.fold_in(key, i + 1))
+            if self.packed:
+                def fn(rows, op=node.op, args=args):
+                    return op.apply_packed(*args, rows, self.spec)
+            else:
+                def fn(rows, op=node.op, args=args):
+                    return op.apply(*args, rows)
+            values[id(node.output)] = fusion.materialize(
+                map_rows(fn, self.rows, self.batch, pop.dtype, tuple(pop.shape[1:])), key)
+        outs = [values[id(o)] for o in self.model.outputs]
+        return outs[0] if len(outs) == 1 else tf.concat(outs, axis=0)
+
+    def pool(self, pop, fit, key) -> tuple[tf.Tensor, tf.Tensor]:
+        """The children of ``pop`` and their fitness (after the parents, for mu + lambda)."""
+        children = self.vary(pop, key)
+        child_fit = self.evaluate(children)
+        if self.model.selection.pool == "both":
+            return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
+        return children, child_fit
+
+    def select(self, pool_fit, key, blocks: int = 1) -> tf.Tensor:
+        """Pool rows of the next population of ``blocks x rows`` individuals; the pool is
+        ``blocks`` pools of this shape one after the other (one per replica)."""
+        parents = np.tile(np.arange(self.rows * self.factor) < self.rows, blocks)
+        return self.model.selection.choose(pool_fit, self.sign, rng.fold_in(key, 0), self.rows * blocks,
+                                           parents if self.model.selection.pool == "both" else None)
+
+    def start(self, genes: tf.Tensor) -> State:
+        """The first state of stored genes: scored, best so far = the best of them."""
+        fit = self.evaluate(genes)
+        j = tf.argmax(score(fit, self.sign), output_type=tf.int32)
+        return State(genes, fit, tf.gather(genes, j), tf.gather(fit, j), tf.constant(0))
+
+    def advance(self, state: State, pop, fit, best_of=None) -> tuple[State, tf.Tensor]:
+        """The state after selection made (pop, fit), and the generation's (best, mean, std).
+
+        ``best_of`` = (pool, the whole population's fitness, its rows in the pool) when
+        ``pop`` is only this replica's share of the population.
+        """
+        genomes, values, rows = best_of or (pop, fit, None)
+        # gather, not x[j]: XLA would treat a slice's begin as a compile-time constant
+        j = tf.argmax(score(values, self.sign), output_type=tf.int32)
+        gen_best = tf.gather(values, j)
+        better = score(gen_best, self.sign) > score(state.best_fitness, self.sign)
+        best = tf.gather(genomes, j if rows is None else tf.gather(rows, j))
+        state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, gen_best, state.best_fitness),
+                      tf.where(better, 0, state.stale + 1))
+        return state, tf.stack([gen_best, tf.reduce_mean(values), tf.math.reduce_std(values)])
+
+    def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
+        """One whole generation on this device's rows."""
+        key = self.key(generation, replica)
+        pool, pool_fit = self.pool(state.population, state.fitness, key)
+        idx = self.select(pool_fit, key)
+        return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
+
+    def finished(self, best_fitness, stale, target, patience):
+        return (self.sign * best_fitness >= self.sign * target) | (stale >= patience)
+
+    def unpack(self, genes: tf.Tensor) -> tf.Tensor:
+        return packing.unpack(genes, self.spec.shape, self.spec.dtype) if self.packed else genes
+
+    def stored(self, genes) -> tf.Tensor:
+        genes = tf.cast(genes, self.spec.dtype)
+        return packing.pack(genes) if self.packed else genes
+
+
+def no_limits(sign: float) -> tuple[tf.Tensor, tf.Tensor]:
+    """(target, patience) that never stop a run."""
+    return tf.constant(sign * math.inf, tf.float32), tf.constant(NO_PATIENCE, tf.int32)
+
+
+class OneDevice:
+    """Every generation on one device: ``chunk`` generations per compiled ``tf.while_loop``."""
+
+    replicas = 1
+
+    def describe(self) -> str:
+        return "one device"
+
+    def rows(self, n: int) -> int:
+        return n
+
+    def check(self, model, n: int) -> None:
+        model.selection.check(n * len(model.outputs) + (n if model.selection.pool == "both" else 0), n)
+
+    def mode(self, model, mode: str) -> str:
+        """The mode this executor runs ``model`` in, when its compiled (or auto-chosen) mode is ``mode``."""
+        return mode
+
+    def program(self, model, mode: str, packed: bool, n: int, batch: int | None, chunk: int):
+        return model.program(("one device", mode, packed, n, batch, chunk),
+                             lambda: OneDeviceProgram(model, mode, packed, n, batch, chunk))
+
+
+class OneDeviceProgram:
+    """The compiled functions of one (model, mode, packing, population size, batch, chunk).
+
+    ``start`` packs and scores, ``run`` evolves up to ``chunk`` generations in one
+    ``tf.while_loop`` with history in a preallocated tensor, ``finish`` unpacks. Counts
+    and limits are tensors, so running a different number of generations never retraces.
+    """
+
+    def __init__(self, model, mode, packed, n, batch, chunk):
+        self.mode, self.packed, self.chunk = mode, packed, chunk
+        self.gen = Generation(model, packed, n, batch)
+        wrap = COMPILERS[mode]
+        self._start, self._run, self._finish = wrap(self._start_fn), wrap(self._run_fn), wrap(self._finish_fn)
+
+    def _start_fn(self, genes):
+        self.gen.traced()
+        return self.gen.start(packing.pack(genes) if self.packed else genes)
+
+    def _run_fn(self, state, generation, count, target, patience):
+        self.gen.traced()
+
+        def body(i, state, hist):
+            state, row = self.gen.step(state, generation + i + 1)
+            return i + 1, state, tf.tensor_scatter_nd_update(hist, [[i]], row[None])
+
+        i, state, hist = tf.while_loop(
+            lambda i, s, h: (i < count) & ~self.gen.finished(s.best_fitness, s.stale, target, patience), body,
+            (tf.constant(0), state, tf.zeros((self.chunk, len(STATS)))))
+        return state, i, hist, self.gen.finished(state.best_fitness, state.stale, target, patience)
+
+    def _finish_fn(self, pop, best):
+        self.gen.traced()
+        return self.gen.unpack(pop), self.gen.unpack(best[None])[0]
+
+    # -- what the engine's loop calls ---------------------------------------------------------
+    def start(self, genes: tf.Tensor) -> State:
+        return self._start(genes)
+
+    def restore(self, genes: tf.Tensor, saved: dict) -> State:
+        state = self._start(genes)
+        return state._replace(best=self.gen.stored(saved["best"][None])[0],
+                              best_fitness=tf.constant(saved["best_fitness"], tf.float32),
+                              stale=tf.constant(saved["stale"], tf.int32))
+
+    def run(self, state, generation: int, count: int, target, patience) -> tuple[State, np.ndarray, bool]:
+        """Up to ``count`` generations; (state, their (best, mean, std) rows, whether a limit stopped it)."""
+        state, done, hist, stopped = self._run(state, tf.constant(generation), tf.constant(count), target, patience)
+        return state, hist.numpy()[:int(done)], bool(stopped)
+
+    def best_fitness(self, state) -> float:
+        return float(state.best_fitness)
+
+    def arrays(self, state) -> dict:
+        """The population, its fitness and the best so far, unpacked, as NumPy."""
+        pop, best = self._finish(state.population, state.best)
+        return {"population": pop.numpy(), "fitness": state.fitness.numpy(), "best": best.numpy(),
+                "best_fitness": np.float32(state.best_fitness), "stale": np.int32(state.stale)}
