@@ -9,7 +9,8 @@ import os
 import sys
 
 # `course bench NAME [args]` -> "module:function"; the function takes the remaining
-# arguments and returns an exit code. Each benchmark lives beside the code it measures.
+# arguments and returns an exit code. Each benchmark lives beside the code it measures and
+# is made by `bench.command`: the same --repeats, --quick and --out, one JSON report.
 BENCHMARKS = {
     "ops": "course_lib.evo.op_benchmarks:bench_ops",
     "ga": "course_lib.evo.benchmarks:bench_ga",

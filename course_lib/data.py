@@ -640,24 +640,21 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
                          title=f"tf.data: one epoch of {shards.n_records} records")
 
 
-def bench_pipelines(argv: list[str]) -> int:
-    """``course bench tfdata``: one epoch of each pipeline variant against the naive one, printed and saved as JSON."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="course bench tfdata", description=bench_pipelines.__doc__)
-    parser.add_argument("--shards", type=int, default=4, help="TFRecord files")
-    parser.add_argument("--records", type=int, default=32, help="records per file")
-    parser.add_argument("--batch", type=int, default=16, help="batch size")
-    parser.add_argument("--open-ms", type=float, default=10.0, help="simulated latency of opening a file")
-    parser.add_argument("--record-ms", type=float, default=1.0, help="simulated latency of reading a record")
-    parser.add_argument("--map-ms", type=float, default=1.0, help="simulated latency of one decode call")
-    parser.add_argument("--step-ms", type=float, default=40.0,
-                        help="the consumer's computing step per batch (0: none)")
-    parser.add_argument("--threads", type=int, nargs="+", default=[0, 16],
-                        help="private thread pool sizes to compare (0: tf.data's default pool)")
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per variant")
-    parser.add_argument("--json", default="build/bench/tfdata.json", help="where to write the results")
-    args = parser.parse_args(argv)
+@bench.command(
+    "tfdata", repeats=7, quick={"shards": 2, "records": 4, "open_ms": 1.0, "step_ms": 4.0, "repeats": 2},
+    options={
+        "--shards": dict(type=int, default=4, help="TFRecord files"),
+        "--records": dict(type=int, default=32, help="records per file"),
+        "--batch": dict(type=int, default=16, help="batch size"),
+        "--open-ms": dict(type=float, default=10.0, help="simulated latency of opening a file"),
+        "--record-ms": dict(type=float, default=1.0, help="simulated latency of reading a record"),
+        "--map-ms": dict(type=float, default=1.0, help="simulated latency of one decode call"),
+        "--step-ms": dict(type=float, default=40.0, help="the consumer's computing step per batch (0: none)"),
+        "--threads": dict(type=int, nargs="+", default=[0, 16],
+                          help="private thread pool sizes to compare (0: tf.data's default pool)"),
+    })
+def bench_pipelines(args) -> list[bench.Comparison]:
+    """``course bench tfdata``: one epoch of each pipeline variant against the naive one."""
     latency = Latency(args.open_ms / 1e3, args.record_ms / 1e3, args.map_ms / 1e3)
     records = []
     with write_shards(args.shards, args.records) as shards:
@@ -667,8 +664,7 @@ def bench_pipelines(argv: list[str]) -> int:
             result.title += f", {threads or 'default'} threads"
             print(result, end="\n\n")
             records.append(result)
-    print(f"wrote {bench.save_report(records, args.json)}")
-    return 0
+    return records
 
 
 # -- shuffling -----------------------------------------------------------------------------------

@@ -461,19 +461,17 @@ def strategy_widget(devices: Sequence[str], x, y, *, global_batches: Sequence[in
                          baseline="default", repeats=repeats, title=f"{steps} training steps per call, by strategy")
 
 
-def bench_strategies(argv: list[str]) -> int:
-    """``course bench strategies``: step time per strategy on virtual CPUs, printed and saved as JSON."""
-    import argparse
-
+@bench.command(
+    "strategies", repeats=7, quick={"global_batch": [64], "steps": 2, "repeats": 2},
+    options={
+        "--devices": dict(type=int, default=4, help="virtual CPU devices"),
+        "--global-batch": dict(type=int, nargs="+", default=[64, 1024], help="global batch sizes"),
+        "--steps": dict(type=int, default=5, help="training steps per timed call"),
+    })
+def bench_strategies(args) -> list[bench.Comparison]:
+    """``course bench strategies``: step time per strategy on virtual CPUs."""
     from course_lib.devices import virtual_cpus
 
-    parser = argparse.ArgumentParser(prog="course bench strategies", description=bench_strategies.__doc__)
-    parser.add_argument("--devices", type=int, default=4, help="virtual CPU devices")
-    parser.add_argument("--global-batch", type=int, nargs="+", default=[64, 1024], help="global batch sizes")
-    parser.add_argument("--steps", type=int, default=5, help="training steps per timed call")
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per variant")
-    parser.add_argument("--json", default="build/bench/strategies.json", help="where to write the results")
-    args = parser.parse_args(argv)
     cpus = virtual_cpus(args.devices)  # before any other TensorFlow work
     x, y = regression_data()
     builders = strategy_variants(cpus, x, y, steps=args.steps)
@@ -484,8 +482,7 @@ def bench_strategies(argv: list[str]) -> int:
                                params={"global_batch": batch, "steps": args.steps})
         print(result, end="\n\n")
         records.append(result)
-    print(f"wrote {bench.save_report(records, args.json)}")
-    return 0
+    return records
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from course_lib import bench
+
 __all__ = [
     "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",
     "train_step_variants", "bench_eager_vs_graph", "eagerly", "save_and_load",
@@ -174,19 +176,15 @@ def train_step_variants(image_size: int = 28, classes: int = 10) -> dict[str, Ca
     return {"eager train_step": eager, "tf.function train_step": graph, "train_on_batch": keras_batch}
 
 
-def bench_eager_vs_graph(argv: list[str]) -> int:
-    """``course bench eager-vs-graph``: lecture 01's three comparisons, printed and saved as JSON."""
-    import argparse
-
-    from course_lib import bench
-
-    parser = argparse.ArgumentParser(prog="course bench eager-vs-graph", description=bench_eager_vs_graph.__doc__)
-    parser.add_argument("--ops", type=int, default=200, help="operations in the small-ops function")
-    parser.add_argument("--batch", type=int, default=32, help="images per training step")
-    parser.add_argument("--n", type=int, default=1024, help="size of the square matmul")
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per variant")
-    parser.add_argument("--json", default="build/bench/eager_vs_graph.json", help="where to write the results")
-    args = parser.parse_args(argv)
+@bench.command(
+    "eager-vs-graph", repeats=7, quick={"ops": 20, "batch": 4, "n": 64, "repeats": 2},
+    options={
+        "--ops": dict(type=int, default=200, help="operations in the small-ops function"),
+        "--batch": dict(type=int, default=32, help="images per training step"),
+        "--n": dict(type=int, default=1024, help="size of the square matmul"),
+    })
+def bench_eager_vs_graph(args) -> list[bench.Comparison]:
+    """``course bench eager-vs-graph``: lecture 01's three comparisons."""
     cases = [("many small ops", small_ops_variants(), {"ops": args.ops}),
              ("training step", train_step_variants(), {"batch": args.batch}),
              ("one big matmul", matmul_variants(), {"n": args.n})]
@@ -196,8 +194,7 @@ def bench_eager_vs_graph(argv: list[str]) -> int:
                                repeats=args.repeats, title=f"{title} {sizes}", params=sizes)
         print(result, end="\n\n")
         records.append(result)
-    print(f"wrote {bench.save_report(records, args.json)}")
-    return 0
+    return records
 
 
 @contextlib.contextmanager

@@ -510,18 +510,16 @@ def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repe
                                     f"fresh processes", workload=workload, n=n, repeats=repeats)
 
 
-def bench_xla(argv: list[str]) -> int:
+@bench.command(
+    "xla", repeats=5, quick={"n": 10_000, "sizes": "16,10000", "repeats": 2, "rounds": 1},
+    options={
+        "--n": dict(type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering"),
+        "--sizes": dict(default="16,10000,1000000", help="comma-separated sizes for the workloads"),
+        "--no-auto-jit": dict(action="store_true", help="skip auto-clustering"),
+        "--rounds": dict(type=int, default=2, help="alternating fresh processes per variant"),
+    })
+def bench_xla(args) -> list[bench.Comparison]:
     """``course bench xla``: jit_compile vs auto-clustering, then graph vs XLA for each workload and size."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="course bench xla", description=bench_xla.__doc__)
-    parser.add_argument("--n", type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering")
-    parser.add_argument("--sizes", default="16,10000,1000000", help="comma-separated sizes for the workloads")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per variant")
-    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating fresh processes per variant")
-    parser.add_argument("--json", default="build/bench/xla.json", help="where to write the results")
-    args = parser.parse_args(argv)
     results = [jit_vs_auto(n=args.n, repeats=args.repeats, auto=not args.no_auto_jit, rounds=args.rounds)]
     for workload in WORKLOADS:
         for n in (int(s) for s in args.sizes.split(",")):
@@ -530,5 +528,4 @@ def bench_xla(argv: list[str]) -> int:
                                          params={"workload": workload, "n": n}))
     for result in results:
         print(result, end="\n\n")
-    print(f"wrote {bench.save_report(results, args.json)}")
-    return 0
+    return results

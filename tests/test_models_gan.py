@@ -309,7 +309,8 @@ def test_course_bench_gan_writes_json(tmp_path, capsys):
     assert G.bench_journey(["--size", "8", "--images", str(SMALL_FILE), "--batch", "4", "--big-batch", "8",
                             "--repeats", "1", "--no-auto-jit", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
+    assert data["command"] == "gan" and data["args"]["big_batch"] == 8
     assert [r["batch"] for r in data["batches"]] == [4, 8, 8]
-    assert data["auto-clustering"] is None
+    assert len(data["comparisons"]) == 2, "the steps and the batches; no auto-clustering"
     assert [r["step"] for r in data["ratios"]][0] == "data loaded once"
     assert "the study: 9.28x" in capsys.readouterr().out

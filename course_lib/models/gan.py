@@ -670,32 +670,25 @@ def image_grid(images: np.ndarray, cols: int = 8, ax=None, title: str = ""):
     return ax
 
 
-def bench_journey(argv: list[str]) -> int:
-    """``course bench gan``: lecture 06's journey at any size, printed and saved as JSON."""
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(prog="course bench gan", description=bench_journey.__doc__)
-    parser.add_argument("--size", type=int, default=28, choices=SIZES, help="image size (28 is MNIST's)")
-    parser.add_argument("--images", type=int, default=MNIST_IMAGES, help="images in the dataset file the "
-                        "first step reloads (MNIST has 60,000 + 10,000)")
-    parser.add_argument("--batch", type=int, default=64, help="batch of the eager and first tf.function steps")
-    parser.add_argument("--big-batch", type=int, default=256, help="batch of the later steps (the study used 2048)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per step")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating fresh processes per auto-clustering variant")
-    parser.add_argument("--no-auto-jit", action="store_true", help="skip auto-clustering (fresh processes)")
-    parser.add_argument("--json", default="build/bench/gan.json", help="where to write the results")
-    args = parser.parse_args(argv)
+@bench.command(
+    "gan", repeats=5, quick={"size": 8, "images": 2_000, "batch": 8, "big_batch": 16, "repeats": 2, "rounds": 1},
+    options={
+        "--size": dict(type=int, default=28, choices=SIZES, help="image size (28 is MNIST's)"),
+        "--images": dict(type=int, default=MNIST_IMAGES, help="images in the dataset file the first step "
+                         "reloads (MNIST has 60,000 + 10,000)"),
+        "--batch": dict(type=int, default=64, help="batch of the eager and first tf.function steps"),
+        "--big-batch": dict(type=int, default=256, help="batch of the later steps (the study used 2048)"),
+        "--rounds": dict(type=int, default=2, help="alternating fresh processes per auto-clustering variant"),
+        "--no-auto-jit": dict(action="store_true", help="skip auto-clustering (fresh processes)"),
+    })
+def bench_journey(args) -> bench.Report:
+    """``course bench gan``: lecture 06's journey at any size; the report adds the throughput per batch
+    (``batches``) and each step's ratio beside the study's (``ratios``)."""
     steps, batches, auto, ratios = journey(size=args.size, batch=args.batch, big_batch=args.big_batch,
                                            repeats=args.repeats, auto_jit=not args.no_auto_jit,
                                            rounds=args.rounds, n_images=args.images)
     for result in (steps, batches) + ((auto,) if auto is not None else ()):
         print(result, end="\n\n")
     print(ratios.verdicts())
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"steps": steps.to_dict(), "batches": batches.rows(),
-                                "auto-clustering": auto.to_dict() if auto is not None else None,
-                                "ratios": ratios.rows}, indent=2, default=str) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return bench.Report([steps, batches.comparison] + ([auto] if auto is not None else []),
+                        {"batches": batches.rows(), "ratios": ratios.rows})
