@@ -2,9 +2,11 @@
 
 On 2 and 4 virtual CPUs (a fresh process each: virtual devices are fixed when TensorFlow
 starts) both global selection and islands reach the OneMax optimum and repeat exactly
-with the same seed; two worker processes under MultiWorkerMirroredStrategy give the
-single-process result and leave no process behind; bad sharding and bad options raise
-clear errors. Small populations; XLA on 2 devices and across workers, graph mode on 4
+with the same seed; checkpoint and resume, target and patience, callbacks' ``every`` work
+as on one device, exactly; one replica is the plain run bit for bit; strategies of 2, 4
+and 1 replicas follow each other in one process; two worker processes under
+MultiWorkerMirroredStrategy give the single-process result, resume a checkpoint into it,
+and leave no process behind; bad sharding and bad options raise clear errors. Small populations; XLA on 2 devices and across workers, graph mode on 4
 (XLA compiles once per device: four compilations would double this file's time).
 """
 
@@ -31,19 +33,94 @@ RUN = {"length": LENGTH, "individuals": INDIVIDUALS, "generations": GENERATIONS,
 
 
 def virtual_device_report(replicas: int, mode: str) -> dict:
-    """Run in a fresh process: both distributions twice on ``replicas`` virtual CPUs, and the sharding error."""
+    """Run in a fresh process on ``replicas`` virtual CPUs: first a short run on 2 of them (strategies of
+    different sizes in one process), both distributions twice, every engine feature per distribution
+    (``engine_report``), one replica against the plain run, and the sharding error."""
     cpus = devices.virtual_cpus(replicas)
-    strategy = distribute.make_strategy("mirrored", cpus)
-    out = {"devices": len(cpus), "runs": {}}
     model = onemax_model(LENGTH, mode)
+    smaller = distribute.make_strategy("mirrored", cpus[:2])
+    out = {"devices": len(cpus), "runs": {}, "engine": {}, "one replica": {},
+           "smaller first": benchmarks.onemax_run(smaller, mode=mode, model=model, **{**RUN, "generations": 3})}
+    strategy = distribute.make_strategy("mirrored", cpus)
     for how in distributed.DISTRIBUTIONS:
         out["runs"][how] = [benchmarks.onemax_run(strategy, distribution=how, mode=mode, model=model, **RUN)
                             for _ in range(2)]
+        out["engine"][how] = engine_report(model, strategy, how)
+    one = distribute.make_strategy("mirrored", cpus[:1])
+    for how in distributed.DISTRIBUTIONS if replicas == 2 else ["islands"]:
+        out["one replica"][how] = one_replica_report(model, one, how, with_target=replicas == 2)
     try:
         model.evolve(evo.population.random_integers((INDIVIDUALS - 1, LENGTH), 0, 2), generations=1,
                      strategy=strategy)
     except ValueError as exc:
         out["sharding_error"] = str(exc)
+    return out
+
+
+def same(a, b) -> bool:
+    return (all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("population", "fitness", "best"))
+            and (a.history, a.best_fitness, a.generations) == (b.history, b.best_fitness, b.generations))
+
+
+class ChunkEnds(evo.callbacks.Callback):
+    def __init__(self, every=None):
+        self.every, self.seen = every, []
+
+    def on_chunk_end(self, run):
+        self.seen.append(run.generation)
+
+
+def stale_counts(best: list) -> list:
+    """Generations since the best so far last improved, after each generation of a history."""
+    out, top, stale = [], -np.inf, 0
+    for b in best:
+        stale = 0 if b > top else stale + 1
+        top = max(top, b)
+        out.append(stale)
+    return out
+
+
+def engine_report(model, strategy, how) -> dict:
+    """Checkpoint and resume, target and patience, ``every``: facts to compare with uninterrupted runs."""
+    import tempfile
+
+    pop = evo.population.random_integers((INDIVIDUALS, LENGTH), 0, 2, seed=0)
+    opts = {"strategy": strategy, "distribution": how, "migration_interval": 5, "migrants": 2}
+    whole = model.evolve(pop, generations=GENERATIONS, **opts)
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/run.npz"
+        model.evolve(pop, generations=23, callbacks=[evo.callbacks.Checkpoint(path, every=23)], **opts)
+        resumed = model.evolve(generations=GENERATIONS, resume_from=path, **opts)
+    running = np.maximum.accumulate(whole.history["best"])
+    target = float(running[9])  # the best so far after 10 generations
+    by_target = model.evolve(pop, generations=GENERATIONS, callbacks=[evo.callbacks.EarlyStopping(target=target)],
+                             **opts)
+    patience = evo.callbacks.EarlyStopping(patience=6)
+    by_patience = model.evolve(pop, generations=GENERATIONS, callbacks=[patience], **opts)
+    ends = ChunkEnds(every=7)
+    model.evolve(pop, generations=30, callbacks=[ends], **opts)
+    return {"resumed == whole": same(resumed, whole),
+            "target stop": by_target.generations, "target expected": int(np.argmax(running >= target)) + 1,
+            "target run == plain run that long": same(by_target, model.evolve(pop, generations=by_target.generations,
+                                                                            **opts)),
+            "patience stop": patience.stopped_generation, "stopped early": by_patience.stopped_early,
+            "patience expected": stale_counts(whole.history["best"]).index(6) + 1,
+            "patience run == plain run that long": same(by_patience, model.evolve(
+                pop, generations=by_patience.generations, **opts)),
+            "chunk ends": ends.seen}
+
+
+def one_replica_report(model, strategy, how, with_target: bool) -> dict:
+    """One replica against the plain run, to the end and (``with_target``) stopped by a target."""
+    pop = evo.population.random_integers((INDIVIDUALS, LENGTH), 0, 2, seed=0)
+    opts = {"distribution": how, "migration_interval": 5, "migrants": 2}
+    plain = model.evolve(pop, generations=GENERATIONS)
+    out = {"== plain": same(plain, model.evolve(pop, generations=GENERATIONS, strategy=strategy, **opts))}
+    if with_target:
+        stop = evo.callbacks.EarlyStopping(target=LENGTH - 1)
+        out["stopped == plain stopped"] = same(model.evolve(pop, generations=GENERATIONS, callbacks=[stop]),
+                                               model.evolve(pop, generations=GENERATIONS, callbacks=[stop],
+                                                            strategy=strategy, **opts))
     return out
 
 
@@ -87,6 +164,30 @@ def test_islands_and_global_select_differently(two):
 
 
 @pytest.mark.parametrize("report", ["two", "four"])
+@pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
+def test_every_engine_feature_works_under_a_strategy(report, how, request):
+    facts = request.getfixturevalue(report)["engine"][how]
+    assert facts["resumed == whole"]  # checkpoint at 23 (between migrations), resumed to 60: bit for bit
+    assert 1 < facts["target stop"] == facts["target expected"] <= 10  # the exact generation, not a chunk's end
+    assert facts["target run == plain run that long"]
+    assert facts["stopped early"] and facts["patience stop"] == facts["patience expected"] < GENERATIONS
+    assert facts["patience run == plain run that long"]
+    assert facts["chunk ends"] == [7, 14, 21, 28, 30]  # a callback's every=7 ends the chunks
+
+
+@pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
+def test_one_replica_is_the_plain_run_bit_for_bit(two, how):
+    assert two["one replica"][how] == {"== plain": True, "stopped == plain stopped": True}
+
+
+def test_strategies_of_different_sizes_follow_each_other_in_one_process(four):
+    # 2 replicas, then 4, then 1 in one process: TensorFlow's collectives would refuse the second group size
+    assert four["smaller first"]["replicas"] == 2 and four["smaller first"]["generations"] == 3
+    assert four["runs"]["global"][0]["replicas"] == 4
+    assert four["one replica"]["islands"]["== plain"]
+
+
+@pytest.mark.parametrize("report", ["two", "four"])
 def test_a_population_that_does_not_split_is_refused(report, request):
     report = request.getfixturevalue(report)
     replicas = report["devices"]
@@ -111,11 +212,14 @@ def test_two_workers_give_the_single_process_result_and_leave_no_process(two):
         assert child_processes() == []
 
 
-def assert_same(a, b):
-    for field in ("population", "fitness", "best"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
-    assert (a.history, a.best_fitness, a.generations, a.stopped_early) == \
-        (b.history, b.best_fitness, b.generations, b.stopped_early)
+@pytest.mark.timeout(200)
+def test_two_workers_resume_a_checkpoint_into_the_uninterrupted_run(two, tmp_path):
+    path = str(tmp_path / "worker{worker}.npz")  # each worker writes its own checkpoint
+    workers = distribute.launch("course_lib.evo.benchmarks:multi_worker_onemax", 2, timeout=150,
+                                kwargs={"distribution": "islands", "checkpoint": path, "resume_at": 23, **RUN})
+    assert [w.pop("worker") for w in workers] == [0, 1]
+    assert workers[0] == workers[1] == two["runs"]["islands"][0]
+    assert (tmp_path / "worker0.npz").exists() and (tmp_path / "worker1.npz").exists()
 
 
 # -- one device, in this process -----------------------------------------------------------------------
@@ -139,7 +243,18 @@ def test_one_device_strategy_evolves_like_a_plain_run(one_device, mode):
     assert result.population.shape == (INDIVIDUALS, LENGTH) and result.population.dtype == np.int32
     np.testing.assert_array_equal(result.fitness, result.population.sum(axis=1))
     plain = model.evolve(genes, generations=200, chunk=10, callbacks=[evo.callbacks.EarlyStopping(target=LENGTH)])
-    assert_same(result, plain)  # one replica draws the plain run's random numbers: the same run, stopped alike
+    assert same(result, plain) and plain.stopped_early  # one replica draws the plain run's random numbers: the same run, stopped alike
+
+
+def test_a_checkpoint_resumes_only_under_the_executor_that_wrote_it(one_device, tmp_path):
+    model, path = onemax_model(LENGTH, "graph"), tmp_path / "islands.npz"
+    genes = evo.population.random_integers((INDIVIDUALS, LENGTH), 0, 2, seed=0)
+    model.evolve(genes, generations=4, strategy=one_device, distribution="islands", migration_interval=5,
+                 callbacks=[evo.callbacks.Checkpoint(path, every=4)])
+    with pytest.raises(ValueError, match=r"different model or run(.|\n)*islands, migration every 5(.|\n)*global"):
+        model.evolve(generations=8, resume_from=path, strategy=one_device)
+    with pytest.raises(ValueError, match=r"(.|\n)*islands(.|\n)*this model:\n(.|\n)*one device"):
+        model.evolve(generations=8, resume_from=path)
 
 
 def test_float_genomes_and_elitist_selection_run_sharded(one_device):

@@ -164,6 +164,14 @@ def test_resume_equals_uninterrupted(tmp_path, problem, xla_onemax):
         assert_same(whole, make().evolve(generations=12, resume_from=path))
 
 
+def test_a_checkpoint_names_exact_op_parameters(tmp_path):
+    path = tmp_path / "run.npz"
+    onemax(24, mode="graph", rate=0.01).evolve(bits(16, 24), generations=2,
+                                              callbacks=[evo.callbacks.Checkpoint(path, every=2)])
+    with pytest.raises(ValueError, match=r"different model(.|\n)*rate=0\.01\b(.|\n)*this model:(.|\n)*rate=0\.010001"):
+        onemax(24, mode="graph", rate=0.010001).evolve(generations=4, resume_from=path)
+
+
 def test_checkpoint_every_n_generations(tmp_path):
     model, path = onemax(24, mode="graph"), tmp_path / "ck.npz"
 
