@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, devices, distribute, evo
+from course_lib.evo import applications as app
 from course_lib.evo import distributed
 
 # -- NumPy references ------------------------------------------------------------------------
@@ -359,8 +360,6 @@ def bench_tsp(argv: list[str]) -> int:
     or-opt (NumPy), the plain GA and the memetic GA (XLA, compile included), each for the same
     wall-time budget, one after the other in one run. Up to 200 cities, also the best of 30
     descents (the reference of issue 17's goal)."""
-    from course_lib.evo import applications as app
-
     parser = argparse.ArgumentParser(prog="course bench tsp", description=bench_tsp.__doc__)
     parser.add_argument("--cities", type=int, nargs="+", default=[100, 1000], help="instance sizes")
     parser.add_argument("--budget", type=float, nargs="+", default=[15.0, 60.0],
