@@ -6,7 +6,8 @@ with the same seed; checkpoint and resume, target and patience, callbacks' ``eve
 as on one device, exactly; one replica is the plain run bit for bit; strategies of 2, 4
 and 1 replicas follow each other in one process; two worker processes under
 MultiWorkerMirroredStrategy give the single-process result, resume a checkpoint into it,
-and leave no process behind; bad sharding and bad options raise clear errors. Small populations; XLA on 2 devices and across workers, graph mode on 4
+and leave no process behind; bad sharding and bad options raise clear errors. Small
+populations; XLA on 2 devices and across workers, graph mode on 4
 (XLA compiles once per device: four compilations would double this file's time).
 """
 
@@ -243,7 +244,8 @@ def test_one_device_strategy_evolves_like_a_plain_run(one_device, mode):
     assert result.population.shape == (INDIVIDUALS, LENGTH) and result.population.dtype == np.int32
     np.testing.assert_array_equal(result.fitness, result.population.sum(axis=1))
     plain = model.evolve(genes, generations=200, chunk=10, callbacks=[evo.callbacks.EarlyStopping(target=LENGTH)])
-    assert same(result, plain) and plain.stopped_early  # one replica draws the plain run's random numbers: the same run, stopped alike
+    # one replica draws the plain run's random numbers: the same run, stopped alike
+    assert same(result, plain) and plain.stopped_early
 
 
 def test_a_checkpoint_resumes_only_under_the_executor_that_wrote_it(one_device, tmp_path):

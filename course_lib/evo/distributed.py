@@ -39,7 +39,7 @@ import tensorflow as tf
 
 from course_lib.evo import packed as packing
 from course_lib.evo.engine import whole
-from course_lib.evo.executors import COMPILERS, STATS, Generation, State
+from course_lib.evo.executors import COMPILERS, STATS, Generation, pool_size
 from course_lib.evo.selection import score
 
 DISTRIBUTIONS = ("global", "islands")
@@ -123,9 +123,11 @@ def best_of_replicas(best_fitness: np.ndarray, stale: np.ndarray, sign: float) -
 
 
 class Policy:
-    """A way of distributing. ``check`` refuses what cannot run; ``start`` may align the replicas'
-    first states; ``run`` evolves up to ``count`` generations, stopping at the exact generation a
-    limit is reached, and returns (state, (best, mean, std) rows of the whole population, stopped)."""
+    """A way of distributing: subclass it for a new one. ``check`` refuses what cannot run; ``start``
+    (traced) may align the replicas' first states; ``loop`` (traced in the cross-replica context,
+    called as ``prog.loop``) runs generations with ``strategy.run``; ``run`` (host side) evolves up to
+    ``count`` generations, stopping at the exact generation a limit is reached, and returns (state,
+    (best, mean, std) rows of the whole population, stopped)."""
 
     name = ""
 
@@ -141,6 +143,9 @@ class Policy:
     def start(self, prog: "ReplicatedProgram", state):
         return state
 
+    def loop(self, prog: "ReplicatedProgram", state, generation, count, target, patience):
+        raise NotImplementedError
+
     def run(self, prog: "ReplicatedProgram", state, generation: int, count: int, target, patience):
         raise NotImplementedError
 
@@ -151,8 +156,7 @@ class Global(Policy):
     name = "global"
 
     def check(self, model, shard, replicas):
-        per_shard = shard * len(model.outputs) + (shard if model.selection.pool == "both" else 0)
-        model.selection.check(per_shard * replicas, shard * replicas)
+        model.selection.check(pool_size(model, shard) * replicas, shard * replicas)
 
     def start(self, prog, state):
         """Every replica starts from the best of the whole population, so their bests agree."""
@@ -207,9 +211,10 @@ class Islands(Policy):
         return f"islands, migration every {self.interval} generations, {self.migrants} migrants"
 
     def check(self, model, shard, replicas):
-        model.selection.check(shard * len(model.outputs) + (shard if model.selection.pool == "both" else 0), shard)
+        model.selection.check(pool_size(model, shard), shard)
         if self.migrants >= shard:
-            raise ValueError(f"migrants={self.migrants} must be fewer than the {shard} individuals of a replica's shard")
+            raise ValueError(f"migrants={self.migrants} must be fewer than the {shard} individuals of a "
+                             "replica's shard")
 
     def loop(self, prog, state, generation, count, target, patience):
         """Traced: segments up to the next migration, each one compiled call per replica, then migration."""
@@ -472,7 +477,7 @@ def traffic(model, population: int, replicas: int, distribution: str = "global",
     genome = 4 * packing.n_words(spec.size) if packed else spec.size * spec.dtype.size
     row = genome + 4  # and its float32 fitness
     if distribution == "global":
-        rows = population * (len(model.outputs) + (1 if model.selection.pool == "both" else 0))
+        rows = pool_size(model, population)
         per_generation = rows * row
     elif distribution == "islands":
         rows = replicas * migrants if replicas > 1 else 0

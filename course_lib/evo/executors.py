@@ -3,7 +3,7 @@
 An executor is how ``engine.evolve``'s loop runs generations. It describes itself
 (``describe``, part of a checkpoint's identity), says how many rows one device holds
 (``rows``), checks the selection, and compiles a *program* for one prepared run with
-``start``, ``restore``, ``run``, ``best_fitness``, ``snapshot`` and ``arrays``. ``OneDevice``
+``start``, ``restore``, ``run``, ``best_fitness`` and ``arrays``. ``OneDevice``
 is here; ``distributed.Replicated`` shards the population over a ``tf.distribute``
 strategy with a distribution policy. Both build on ``Generation``, so variation, fitness,
 selection, best-so-far tracking and random keys are written once.
@@ -78,8 +78,7 @@ class Generation:
         self.spec = model.input.spec
         self.sign = 1.0 if model.fitness.maximize else -1.0
         self.root = rng.key(model.seed)
-        # pool rows per parent: the children of every output, and the parents for mu + lambda
-        self.factor = len(model.outputs) + (1 if model.selection.pool == "both" else 0)
+        self.factor = pool_size(model, 1)  # pool rows per parent
 
     def traced(self) -> None:
         """Count a trace on the model (Python runs a compiled body only while tracing)."""
@@ -174,6 +173,11 @@ class Generation:
         return packing.pack(genes) if self.packed else genes
 
 
+def pool_size(model, n: int) -> int:
+    """Rows selection chooses from for ``n`` parents: every output's children, and the parents for mu + lambda."""
+    return n * (len(model.outputs) + (1 if model.selection.pool == "both" else 0))
+
+
 def no_limits(sign: float) -> tuple[tf.Tensor, tf.Tensor]:
     """(target, patience) that never stop a run."""
     return tf.constant(sign * math.inf, tf.float32), tf.constant(NO_PATIENCE, tf.int32)
@@ -191,7 +195,7 @@ class OneDevice:
         return n
 
     def check(self, model, n: int) -> None:
-        model.selection.check(n * len(model.outputs) + (n if model.selection.pool == "both" else 0), n)
+        model.selection.check(pool_size(model, n), n)
 
     def mode(self, model, mode: str) -> str:
         """The mode this executor runs ``model`` in, when its compiled (or auto-chosen) mode is ``mode``."""
