@@ -36,3 +36,32 @@ def test_op_variants_agree_across_modes_and_reject_unknown_ops():
     np.testing.assert_array_equal(fns["xla"](x, key).numpy(), eager)
     with pytest.raises(ValueError, match="unknown op 'Nope'; ops are: .*SwapMutation"):
         op_benchmarks.op_variants("Nope", 4, 4)
+
+
+def test_replaced_implementations_run_beside_the_new_ones():
+    from course_lib.evo import rng
+
+    key = rng.key(5)
+    _, x, fns = op_benchmarks.op_variants("OrderCrossover", 32, 20, before=True)
+    assert set(fns) == {"eager", "autograph", "xla", "eager, before", "autograph, before", "xla, before"}
+    new = fns["xla"](x, key).numpy()
+    np.testing.assert_array_equal(fns["eager, before"](x, key).numpy(), new)  # same draws, same OX children
+    np.testing.assert_array_equal(fns["xla, before"](x, key).numpy(), new)
+    _, x, fns = op_benchmarks.op_variants("ShuffleMutation", 32, 20, before=True)
+    new, old = fns["eager"](x, key).numpy(), fns["eager, before"](x, key).numpy()
+    for a, b, c in zip(x.numpy(), new, old):  # the same segment, shuffled two ways
+        moved = np.flatnonzero((a != b) | (a != c))
+        if moved.size:
+            lo, hi = moved[0], moved[-1] + 1
+            assert set(a[lo:hi]) == set(b[lo:hi]) == set(c[lo:hi])
+    assert set(op_benchmarks.op_variants("SwapMutation", 4, 4, before=True)[2]) == {"eager", "autograph", "xla"}
+
+
+def test_op_table_compares_with_the_replaced_implementation(tmp_path, capsys):
+    path = tmp_path / "ops.json"
+    assert op_benchmarks.bench_ops(["--op", "OrderCrossover", "--shapes", "16x8", "--quick", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "replaced implementations, same run" in out and "xla, before" in out
+    assert len(json.loads(path.read_text())["comparisons"]) == 1
+    with pytest.raises(SystemExit):
+        op_benchmarks.bench_ops(["--op", "Nope"])

@@ -362,3 +362,71 @@ def test_pairs_of_draws_are_independent():
     b = evo.ops.BitFlipMutation(0.5).apply([tf.zeros((64, 40), tf.int32)], rng.fold_in(key, 2), Rows.all(64))
     agree = (a.numpy() == b.numpy()).sum()
     assert_count(agree, a.numpy().size, 0.5, "agreeing genes")
+
+
+# -- sort-free permutation kernels ------------------------------------------------------------------------
+
+
+def test_shuffle_is_uniform_over_each_segment():
+    """Length 3: two cuts uniform in [0, 3] give the segment, then every order of it is equally likely;
+    the chance of each child follows by enumeration."""
+    import itertools
+
+    n, length = 12000, 3
+    x = np.tile(np.arange(length, dtype=np.int32), (n, 1))
+    y = evo.ops.ShuffleMutation()(x, seed=3).numpy()
+    perms = list(itertools.permutations(range(length)))
+    expected = dict.fromkeys(perms, 0.0)
+    for c1, c2 in itertools.product(range(length + 1), repeat=2):
+        a, b = min(c1, c2), max(c1, c2)
+        for order in itertools.permutations(range(a, b)):
+            expected[tuple(range(a)) + order + tuple(range(b, length))] += 1 / (length + 1) ** 2 / math.factorial(b - a)
+    seen = [sum(tuple(r) == p for r in y.tolist()) for p in perms]
+    assert_counts(seen, [expected[p] for p in perms], "child")
+
+
+def fisher_yates_textbook(targets, start, stop):
+    """Swap positions i and targets[:, i] for i = start .. stop - 1, in turn, in every row."""
+    n, length = targets.shape
+    out, rows = np.tile(np.arange(length), (n, 1)), np.arange(n)
+    for i in range(start, stop):
+        out[rows, i], out[rows, targets[:, i]] = out[rows, targets[:, i]], out[rows, i].copy()
+    return out
+
+
+def test_fisher_yates_swaps_in_order_and_is_uniform():
+    from course_lib.evo.ops.permutation import fisher_yates
+
+    n, length = 24000, 4
+    draws = np.random.default_rng(0)
+    targets = np.stack([draws.integers(i, length, n) for i in range(length)], 1).astype(np.int32)
+    got = fisher_yates(tf.constant(targets), tf.constant(0), tf.constant(length)).numpy()
+    np.testing.assert_array_equal(got, fisher_yates_textbook(targets, 0, length))
+    _, counts = np.unique(got, axis=0, return_counts=True)
+    assert len(counts) == 24
+    assert_counts(counts, [1 / 24] * 24, "permutation")
+    partial = fisher_yates(tf.constant(targets), tf.constant(1), tf.constant(3)).numpy()  # steps 1 and 2 only
+    np.testing.assert_array_equal(partial, fisher_yates_textbook(targets, 1, 3))
+    assert (partial[:, 0] == 0).all() and not np.array_equal(partial, got)
+
+
+@pytest.mark.parametrize("length", [5, 32, 37, 70])
+def test_inverse_permutation_place_and_exclusive_count_in_every_mode(length):
+    from course_lib.evo.ops.permutation import exclusive_count, inverse_permutation, place
+
+    x = evo.population.permutations(9, length, seed=length)
+    flags = evo.population.random_integers((9, length), 0, 2, seed=1) > 0
+    values = evo.population.random_integers((9, length), 0, 100, seed=2)
+
+    def kernels(x, flags, values):
+        return inverse_permutation(x), place(values, x), exclusive_count(flags)
+
+    expected_inverse = np.argsort(x.numpy(), axis=1)
+    expected_place = np.zeros((9, length), np.int32)
+    np.put_along_axis(expected_place, x.numpy(), values.numpy(), axis=1)
+    expected_count = np.cumsum(flags.numpy(), axis=1) - flags.numpy()
+    for run in (kernels, tf.function(kernels), fusion.xla_function(kernels)):
+        inverse, placed, count = run(x, flags, values)
+        np.testing.assert_array_equal(inverse.numpy(), expected_inverse)
+        np.testing.assert_array_equal(placed.numpy(), expected_place)
+        np.testing.assert_array_equal(count.numpy(), expected_count)

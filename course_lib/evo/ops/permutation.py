@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from course_lib.evo import rng
+from course_lib.evo import fusion, packed, rng
 from course_lib.evo.graph import check_fits
 from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
 from course_lib.evo.rng import Rows
@@ -31,7 +31,7 @@ class _PermutationOp(Op):
         return spec
 
 
-def _segment(key: tf.Tensor, rows: Rows, length: int) -> tuple[tf.Tensor, tf.Tensor]:
+def random_segment(key: tf.Tensor, rows: Rows, length: int) -> tuple[tf.Tensor, tf.Tensor]:
     """[a, b) per individual, 0 <= a <= b <= length."""
     cuts = rng.integers(key, rows, (2,), length + 1)
     return tf.reduce_min(cuts, 1)[:, None], tf.reduce_max(cuts, 1)[:, None]
@@ -70,27 +70,94 @@ class InversionMutation(_Mutation):
     """Reverse a random segment."""
 
     def index(self, key, rows, length, mutate):
-        a, b = _segment(key, rows, length)
+        a, b = random_segment(key, rows, length)
         pos = tf.range(length)[None, :]
         inside = (pos >= a) & (pos < b) & mutate
         return tf.where(inside, a + b - 1 - pos, pos)
 
 
 class ShuffleMutation(_Mutation):
-    """Shuffle the genes of a random segment: sort keys are positions, random within the segment."""
+    """Shuffle the genes of a random segment, uniformly (Fisher-Yates, see ``fisher_yates``)."""
 
     def index(self, key, rows, length, mutate):
-        a, b = _segment(rng.fold_in(key, 1), rows, length)
+        a, b = random_segment(rng.fold_in(key, 1), rows, length)
         pos = tf.range(length)[None, :]
+        # step i swaps position i with one drawn uniformly in [i, b), for i in [a, b)
+        span = tf.cast(tf.maximum(b - pos, 1), tf.uint64)
+        words = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (length,)), tf.uint64)
+        drawn = pos + tf.cast(tf.bitwise.right_shift(words * span, tf.constant(32, tf.uint64)), tf.int32)
         inside = (pos >= a) & (pos < b) & mutate
-        jitter = 0.5 * rng.uniform(rng.fold_in(key, 2), rows, (length,))  # < 0.5: stays before a + 1
-        keys = tf.where(inside, tf.cast(a, tf.float32) + jitter, tf.cast(pos, tf.float32))
-        return tf.argsort(keys, axis=1, stable=True)
+        return fisher_yates(tf.where(inside, drawn, pos), tf.reduce_min(a), tf.reduce_max(b))
+
+
+@tf.function(jit_compile=True, autograph=False)
+def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Tensor:
+    """int32 (B, L): the identity of each row after swapping positions i and ``targets[:, i]`` for
+    i = start .. stop - 1 in turn (a Fisher-Yates shuffle where the targets are uniform in [i, b)).
+
+    Sequential in i, vectorised over rows: per step a row read, a gather and a scatter of 2B genes,
+    no sort (XLA's CPU sort is a slow generic comparison sort). Always compiled, also when called
+    eagerly or from a graph: a loop of L small steps is what XLA runs well and what dispatching
+    each step from Python or the graph executor makes slow.
+    """
+    b, n = targets.shape
+    column = tf.range(b)
+    targets_t = tf.transpose(targets)  # (L, B): step i reads contiguous rows
+
+    def swap(i, t):
+        there = tf.stack([targets_t[i], column], 1)
+        here = tf.stack([tf.fill([b], i), column], 1)
+        # one scatter, so that XLA updates t in place; where a target is i itself, both writes
+        # put the same gene in the same place
+        return i + 1, tf.tensor_scatter_nd_update(t, tf.concat([here, there], 0),
+                                                  tf.concat([tf.gather_nd(t, there), t[i]], 0))
+
+    identity = tf.tile(tf.range(n)[:, None], [1, b])
+    return tf.transpose(tf.while_loop(lambda i, _: i < stop, swap, (start, identity))[1])
+
+
+def place(values: tf.Tensor, to: tf.Tensor) -> tf.Tensor:
+    """(B, L): ``values[r, i]`` moved to position ``to[r, i]``, for rows of ``to`` that are permutations.
+
+    Under XLA one scatter; elsewhere a gather through ``inverse_permutation`` (TensorFlow's scatter
+    is several times slower than its ``invert_permutation``). The same result in every mode.
+    """
+    b, n = to.shape
+    if not fusion.xla_active():
+        return tf.gather(values, inverse_permutation(to), batch_dims=1)
+    flat = tf.reshape(to + n * tf.range(b)[:, None], (-1, 1))
+    return tf.reshape(tf.scatter_nd(flat, tf.reshape(values, (-1,)), (b * n,)), (b, n))
 
 
 def inverse_permutation(x: tf.Tensor) -> tf.Tensor:
-    """For rows that are permutations: where each value sits."""
-    return tf.argsort(x, axis=1, stable=True)
+    """For int32 rows that are permutations of 0..L-1: where each value sits.
+
+    O(L) per row, no sort (an argsort is O(L log L), and slow under XLA on a CPU): under XLA a
+    scatter of the positions (``place``); elsewhere the rows, offset by L per row, form one
+    permutation of 0..B*L-1, which ``tf.math.invert_permutation`` inverts.
+    """
+    b, n = x.shape
+    if fusion.xla_active():
+        return place(tf.broadcast_to(tf.range(n), (b, n)), x)
+    offset = n * tf.range(b)[:, None]
+    return tf.reshape(tf.math.invert_permutation(tf.reshape(x + offset, (-1,))), (b, n)) - offset
+
+
+def exclusive_count(flags: tf.Tensor) -> tf.Tensor:
+    """int32 (B, L): how many of ``flags[:, :i]`` are true, for each i.
+
+    A prefix sum by bit counting: 32 flags packed per word, a popcount per word, a prefix sum over
+    the L/32 words, and within a word the popcount of the bits below. (A cumsum along the row runs
+    as a reduce-window under XLA, measured slower.)
+    """
+    b, n = flags.shape
+    words = packed.bits_to_words(flags)  # (B, W)
+    per_word = tf.cast(tf.raw_ops.PopulationCount(x=words), tf.int32)
+    before_word = tf.math.cumsum(per_word, axis=1, exclusive=True)
+    below = tf.bitwise.left_shift(tf.ones([packed.WORD_BITS], tf.uint32),
+                                  tf.cast(tf.range(packed.WORD_BITS), tf.uint32)) - 1  # bits under bit k
+    within = tf.cast(tf.raw_ops.PopulationCount(x=words[:, :, None] & below), tf.int32)
+    return tf.reshape(within + before_word[:, :, None], (b, -1))[:, :n]
 
 
 class OrderCrossover(_PermutationOp, Mating):
@@ -100,23 +167,31 @@ class OrderCrossover(_PermutationOp, Mating):
     (wrapping), get the mate's genes that are not in that segment, in the mate's order
     starting at b. The result is always a permutation. With ``probability`` below 1 a
     child is crossed with that probability, otherwise a copy of its parent.
+
+    No sort: each of the mate's genes gets its place in the child by counting
+    (``exclusive_count``) and is moved there by ``place``.
     """
 
     def apply(self, inputs, key, rows):
-        # genes serve as indices: int32 whatever the gene dtype (gather, argsort take no int8, uint*)
+        # genes serve as indices: int32 whatever the gene dtype (gather takes no int8, uint*)
         x = tf.cast(rows.take(inputs[0]), tf.int32)
         mate = tf.cast(partner_rows(inputs, rng.fold_in(key, 1), rows), tf.int32)
         length = x.shape[1]
-        a, b = _segment(rng.fold_in(key, 2), rows, length)
+        a, b = random_segment(rng.fold_in(key, 2), rows, length)
         pos = tf.range(length)[None, :]
-        where_in_x = inverse_permutation(x)
-        # the mate read from position b onwards, wrapping
-        rotated = tf.gather(mate, (pos + b) % length, batch_dims=1)
-        at = tf.gather(where_in_x, rotated, batch_dims=1)
+        at = tf.gather(inverse_permutation(x), mate, batch_dims=1)  # each mate gene's place in the parent
         keep = (at < a) | (at >= b)  # genes not already in the parent's segment
-        order = tf.argsort(tf.where(keep, pos, pos + length), axis=1)  # kept ones first, in order
-        kept = tf.gather(rotated, order, batch_dims=1)
-        fill = tf.gather(kept, (pos - b) % length, batch_dims=1)
+        # rank of each mate gene when the mate is read from position b on, wrapping; and how many
+        # kept genes precede it in that reading
+        start = b % length
+        rank = (pos - start) % length
+        count = exclusive_count(keep)
+        at_start = tf.gather(count, start, batch_dims=1)
+        kept_before = tf.where(pos >= start, count - at_start, count + (length - (b - a)) - at_start)
+        # kept genes fill b, b + 1, ... (wrapping) in order; the others go to the segment, which the
+        # parent overwrites: every position gets one gene
+        to = tf.where(keep, (b + kept_before) % length, a + rank - kept_before)
+        fill = place(mate, to)
         keep_parent = (pos >= a) & (pos < b)
         crossed = self.crossed(key, rows)
         if crossed is not None:
