@@ -15,7 +15,7 @@ def fail(k, **answer):
     return checks.failure("11", k, **answer)
 
 
-class Creep(evo.ops.Op):
+class Creep(evo.ops.Op, register=False):  # test doubles stay out of the op registry
     def __init__(self, rate, low, high, name=None):
         super().__init__(name)
         self.rate, self.low, self.high = rate, low, high
@@ -35,21 +35,21 @@ class Creep(evo.ops.Op):
         return tf.clip_by_value(tf.where(move, x + step, x), self.low, self.high - 1)
 
 
-class Unclipped(Creep):
+class Unclipped(Creep, register=False):
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
         move, step = self.steps(x, key, rows)
         return tf.where(move, x + step, x)
 
 
-class OnlyUp(Creep):
+class OnlyUp(Creep, register=False):
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
         move, _ = self.steps(x, key, rows)
         return tf.clip_by_value(tf.where(move, x + 1, x), self.low, self.high - 1)
 
 
-class OneMask(Creep):
+class OneMask(Creep, register=False):
     """The EvoFlow mistake: one mask of positions shared by every individual."""
 
     def apply(self, inputs, key, rows):
@@ -60,7 +60,7 @@ class OneMask(Creep):
         return tf.clip_by_value(tf.where(move, x + step, x), self.low, self.high - 1)
 
 
-class AnyGenome(Creep):
+class AnyGenome(Creep, register=False):
     def check(self, *specs):
         return specs[0]
 

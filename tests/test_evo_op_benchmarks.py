@@ -9,8 +9,13 @@ from course_lib.evo import op_benchmarks
 
 
 def test_every_benchmarked_op_runs_on_its_population():
+    from course_lib import evo
+
+    package = {name for name, cls in evo.ops.registry().items() if cls.__module__.startswith("course_lib.")}
     for module, cases in op_benchmarks.op_cases().items():
         for label, make, kind in cases:
+            if label not in package:  # an op another test file defines is that file's to test
+                continue
             x = op_benchmarks.example_population(kind, 8, 16)
             assert make(16)(x).shape == (8, 16), label
 
