@@ -104,6 +104,32 @@ def test_local_search_ends_where_no_two_opt_or_or_opt_move_helps():
         app.or_opt(np.zeros(14, int), d)
 
 
+def test_neighbour_list_two_opt_and_or_opt_never_lengthen_and_end_at_their_optimum():
+    xy = app.cities("random", 60, seed=3)
+    d = app.distance_matrix(xy)
+    nearest = app.nearest_cities(d, 6)
+    assert nearest.shape == (60, 6) and (nearest != np.arange(60)[:, None]).all()
+    np.testing.assert_array_equal(d[np.arange(60)[:, None], nearest], np.sort(d + np.diag([np.inf] * 60), 1)[:, :6])
+    for start in np.random.default_rng(1).permuted(np.tile(np.arange(60), (3, 1)), axis=1):
+        quick = app.two_opt(start, d, nearest=nearest)
+        assert app.is_tour(quick, 60) and app.tour_length(quick, d) < app.tour_length(start, d)
+        np.testing.assert_array_equal(app.two_opt(quick, d, nearest=nearest), quick)  # nothing left to apply
+        moved = app.or_opt(quick, d, nearest=nearest)
+        assert app.is_tour(moved, 60) and app.tour_length(moved, d) <= app.tour_length(quick, d) + 1e-12
+        np.testing.assert_array_equal(app.or_opt(moved, d, nearest=nearest), moved)
+        assert len(app.two_opt(start, d, nearest=nearest, max_moves=3)) == 60
+
+
+def test_nearest_neighbour_tours_start_where_the_multi_start_search_starts():
+    d = app.distance_matrix(app.cities("random", 20, seed=1))
+    tours = app.nearest_neighbour_tours(d, 4, seed=2)
+    assert tours.shape == (4, 20) and len(set(tours[:, 0])) == 4
+    first = app.multi_start(d, float("inf"), starts=1, seed=2)
+    assert first.lengths[0] == pytest.approx(app.tour_length(app.local_search(tours[0], d), d))
+    with pytest.raises(ValueError, match="count must be between 1 and the 20 cities"):
+        app.nearest_neighbour_tours(d, 21)
+
+
 def test_multi_start_counts_descents_and_keeps_the_best():
     d = app.distance_matrix(app.cities("random", 20, seed=1))
     trace = app.multi_start(d, float("inf"), starts=5, seed=2)
@@ -206,6 +232,10 @@ def test_bad_application_input_is_named():
         app.cities("random", 2)
     with pytest.raises(ValueError, match="two_opt needs a tour"):
         app.two_opt([0, 1, 1], app.distance_matrix(app.cities("random", 3)))
+    with pytest.raises(ValueError, match="unknown crossover 'edge'; choose one of 'order', 'subtour'"):
+        app.tsp_model(app.cities("random", 5), crossover="edge")
+    with pytest.raises(ValueError, match="unknown mutation 'swap'"):
+        app.tsp_model(app.cities("random", 5), mutation="swap")
     with pytest.raises(ValueError, match="unknown function 'sphere'"):
         app.continuous_model("sphere")
     with pytest.raises(ValueError, match=r"include\[0\] is not a tour of 5 cities"):

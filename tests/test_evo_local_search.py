@@ -54,13 +54,14 @@ def test_computed_change_equals_change_of_full_length(problem):
             assert delta[b, k] == pytest.approx(change, abs=1e-5)
 
 
-def test_batched_equals_unbatched_bit_for_bit_in_a_model(problem):
+def test_memetic_model_batched_equals_unbatched_bit_for_bit(problem):
     xy, d, _ = problem
-    start = app.tour_population(24, N, seed=5)
-    model = app.tsp_model(xy, mode="graph", seed=3, local_search=app.memetic_ops(steps=3, candidates=8, moves=2))
-    results = [model.evolve(start, generations=3, batch_size=batch) for batch in (None, 7)]
+    start = app.tour_population(12, N, seed=13, include=app.nearest_neighbour_tours(d, 6, seed=1))
+    model = app.memetic_model(xy, mode="graph", seed=3, steps=2)
+    results = [model.evolve(start, generations=3, batch_size=batch) for batch in (None, 5)]
     np.testing.assert_array_equal(results[0].population, results[1].population)
     assert results[0].best_fitness == results[1].best_fitness
+    assert results[0].best_fitness < app.tour_length(start, d).min() - 1e-3
 
 
 @pytest.mark.parametrize("kind", ["TwoOpt", "OrOpt"])
@@ -102,7 +103,7 @@ def test_a_locally_optimal_tour_is_returned_unchanged(problem):
 
 def test_memetic_ga_reaches_a_circle_optimum():
     xy = app.cities("circle", 24, seed=1)
-    model = app.tsp_model(xy, mode="graph", local_search=app.memetic_ops())
+    model = app.memetic_model(xy, mode="graph", or_opt=True)
     result = model.evolve(app.tour_population(16, 24, seed=0), generations=10)
     assert result.best_fitness == pytest.approx(app.optimal_length("circle", 24), rel=1e-5)
 
@@ -125,6 +126,8 @@ def test_clear_errors(problem):
         evo.ops.TwoOpt().attach(evo.fitness.TSP(distances=asymmetric))
     with pytest.raises(ValueError, match="moves .* cannot exceed candidates"):
         evo.ops.TwoOpt(candidates=2, moves=3)
+    with pytest.raises(ValueError, match="candidates=None .* needs neighbours="):
+        evo.ops.TwoOpt(candidates=None, neighbours=None)
     with pytest.raises(ValueError, match="steps must be a whole number"):
         evo.ops.TwoOpt(steps=0)
     inputs = evo.Input(shape=(N,), dtype="int32")
@@ -132,3 +135,66 @@ def test_clear_errors(problem):
     with pytest.raises(ValueError, match="needs the distances"):
         model.compile(fitness=evo.fitness.Function(lambda x: tf.reduce_sum(tf.cast(x, tf.float32), 1), maximize=False),
                       selection=evo.selection.Elitist())
+
+
+def edges(tour):
+    return {frozenset(e) for e in zip(tour, np.roll(tour, -1))}
+
+
+def test_every_neighbour_move_scanned_reaches_a_neighbour_list_optimum(problem):
+    xy, d, fitness = problem
+    tours = evo.population.permutations(8, N, seed=11).numpy()
+    op = attached(fitness, steps=60, candidates=None, moves=8, neighbours=5)
+    out = op(tours, seed=0).numpy()
+    assert all(app.is_tour(t, N) for t in out)
+    assert (app.tour_length(out, d) < app.tour_length(tours, d) - 1e-3).all()
+    nearest = app.nearest_cities(d, 5)
+    for t in out:  # no reversal that joins a city to one of its 5 nearest shortens it: NumPy agrees
+        np.testing.assert_array_equal(app.two_opt(t, d, nearest=nearest), t)
+    np.testing.assert_array_equal(op(out, seed=1).numpy(), out)  # and the op leaves it as it is
+    assert "candidates=None" in repr(op)
+
+
+def test_double_bridge_swaps_two_adjacent_segments():
+    tours = evo.population.permutations(64, N, seed=12).numpy()
+    out = evo.ops.DoubleBridge(segment=5)(tours, seed=3).numpy()
+    assert all(app.is_tour(t, N) for t in out)
+    for before, after in zip(tours, out):
+        # three edges out and three in (two when a one-city segment meets a one-city rest)
+        assert 2 <= len(edges(before) - edges(after)) == len(edges(after) - edges(before)) <= 3
+    np.testing.assert_array_equal(evo.ops.DoubleBridge(rate=0.0)(tours, seed=3).numpy(), tours)
+    with pytest.raises(ValueError, match="segment must be a whole number"):
+        evo.ops.DoubleBridge(segment=0)
+    with pytest.raises(TypeError, match="integer permutation genomes"):
+        evo.ops.DoubleBridge()(np.zeros((2, 5), np.float32))
+
+
+def subtour_child(parent, mate, start, length):
+    """The textbook child: ``parent`` with the mate's run mate[start : start + length] (wrapping) moved
+    in as a block after the city before the run in the mate, from that city on."""
+    run = mate[(start + np.arange(length)) % N]
+    before = mate[(start - 1) % N]
+    rest = np.roll(parent, -list(parent).index(before))
+    return np.concatenate([[before], run, rest[1:][~np.isin(rest[1:], run)]])
+
+
+def is_subtour_child(parent, mate, child, longest):
+    return any(np.array_equal(np.roll(child, -list(child).index(mate[(start - 1) % N])),
+                              subtour_child(parent, mate, start, length))
+               for start in range(N) for length in range(1, longest + 1))
+
+
+def test_subtour_crossover_moves_a_run_of_the_mate_into_the_parent():
+    tours = evo.population.permutations(17, N, seed=14).numpy()
+    tours, mate, other = tours[:15], tours[15], tours[16]
+    mates = np.tile(mate, (15, 1))  # a second population: each child's mate is one of its rows
+    for longest in (N // 2, 3):
+        out = evo.ops.SubtourCrossover(segment=None if longest == N // 2 else longest)(tours, mates, seed=5).numpy()
+        assert all(is_subtour_child(parent, mate, child, longest) for parent, child in zip(tours, out))
+        assert sum(edges(parent) != edges(child) for parent, child in zip(tours, out)) >= 12  # runs moved
+    assert not is_subtour_child(tours[0], other, out[0], longest)  # the checker tells mates apart
+    same = evo.ops.SubtourCrossover()(mates, mates, seed=5).numpy()
+    assert all(edges(child) == edges(mate) for child in same)  # a tour crossed with itself: the same cycle
+    np.testing.assert_array_equal(evo.ops.SubtourCrossover(probability=0.0)(tours, mates, seed=5).numpy(), tours)
+    with pytest.raises(ValueError, match="segment must be a whole number >= 1 or None"):
+        evo.ops.SubtourCrossover(segment=0)

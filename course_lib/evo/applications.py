@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from course_lib import evo
+from course_lib.evo.ops.base import check_rate
 
 # -- TSP ----------------------------------------------------------------------------------------
 
@@ -92,37 +93,72 @@ def nearest_neighbour_tour(distances, start: int = 0) -> np.ndarray:
     return tour
 
 
-def two_opt(tour, distances, max_moves: int | None = None) -> np.ndarray:
+def nearest_cities(distances, k: int) -> np.ndarray:
+    """Each city's ``k`` nearest other cities (n, k), nearest first: the neighbour lists of
+    classical TSP codes, computed once per instance."""
+    d = np.asarray(distances, dtype=np.float64)
+    n = d.shape[0]
+    return np.argsort(d + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :min(k, n - 1)]
+
+
+def two_opt(tour, distances, max_moves: int | None = None, nearest: np.ndarray | None = None) -> np.ndarray:
     """Best-improvement 2-opt: reverse the segment whose reversal shortens the tour most,
     until no reversal helps (a local optimum) or after ``max_moves``.
 
     Every move strictly shortens the tour, so the result is never longer than the input.
-    Each move scores all O(n²) reversals at once with NumPy.
+    Each move scores all O(n²) reversals at once with NumPy. With ``nearest`` (from
+    ``nearest_cities``), neighbour-list 2-opt: a scan scores only the reversals that join a
+    city to one of its nearest cities, O(n·k), and applies its improving moves best first, each
+    re-checked on the tour as it is by then (the result is a local optimum of those moves only).
     """
     t = np.array(tour, dtype=np.int64)
     d = np.asarray(distances, dtype=np.float64)
     n = t.shape[0]
     if not is_tour(t, d.shape[0]):
         raise ValueError(f"two_opt needs a tour: a permutation of 0..{d.shape[0] - 1}")
-    i, j = np.triu_indices(n, k=2)  # reverse t[i+1..j]: edges (i, i+1) and (j, j+1) are replaced
+    if nearest is None:
+        i, j = np.triu_indices(n, k=2)  # reverse t[i+1..j]: edges (i, i+1) and (j, j+1) are replaced
+    else:
+        at, rank, side = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(nearest.shape[1]), np.arange(2),
+                                                         indexing="ij"))
+    pos = np.empty(n, np.int64)
+    pos[t] = np.arange(n)
     moves = 0
     while max_moves is None or moves < max_moves:
-        a, b = t, np.roll(t, -1)
-        delta = d[a[i], a[j]] + d[b[i], b[j]] - d[a[i], b[i]] - d[a[j], b[j]]
-        k = int(np.argmin(delta))
-        if delta[k] >= -1e-12:
+        if nearest is not None:
+            # the new edge (t[at], its near city) and the edge after both (side 0) or before both
+            u, v = (at - side) % n, (pos[nearest[t[at], rank]] - side) % n
+            i, j = np.minimum(u, v), np.maximum(u, v)
+        a, b, c, e = t[i], t[(i + 1) % n], t[j], t[(j + 1) % n]
+        delta = d[a, c] + d[b, e] - d[a, b] - d[c, e]
+        if nearest is None:  # the best move alone
+            m = int(np.argmin(delta))
+            order = [m] if delta[m] < -1e-12 else []
+        else:
+            order = _improving(delta)
+        if not len(order):
             break
-        t[i[k] + 1:j[k] + 1] = t[i[k] + 1:j[k] + 1][::-1]
-        moves += 1
+        for m in order:  # a move still applies while its two edges are still in the tour, in that direction
+            p, q = pos[a[m]], pos[c[m]]
+            if t[(p + 1) % n] != b[m] or t[(q + 1) % n] != e[m] or p > q:
+                continue
+            t[p + 1:q + 1] = t[p + 1:q + 1][::-1]
+            pos[t[p + 1:q + 1]] = np.arange(p + 1, q + 1)
+            moves += 1
+            if moves == max_moves:
+                break
     return t
 
 
-def or_opt(tour, distances, neighbours: int = 10, max_moves: int | None = None) -> np.ndarray:
+def or_opt(tour, distances, neighbours: int = 10, max_moves: int | None = None,
+           nearest: np.ndarray | None = None) -> np.ndarray:
     """Best-improvement or-opt: move a segment of 1 to 3 consecutive cities, kept or reversed,
     between two other consecutive cities, until no such move helps or after ``max_moves``.
 
     Candidate places are next to one of the ``neighbours`` nearest cities of either end of
-    the segment (where a shorter tour can come from), all scored at once with NumPy.
+    the segment (where a shorter tour can come from), all scored at once with NumPy;
+    ``nearest`` (from ``nearest_cities``) gives those lists instead of computing them. A scan
+    applies its improving moves best first, each re-scored on the tour as it is by then.
     """
     t = np.array(tour, dtype=np.int64)
     d = np.asarray(distances, dtype=np.float64)
@@ -131,59 +167,100 @@ def or_opt(tour, distances, neighbours: int = 10, max_moves: int | None = None) 
         raise ValueError(f"or_opt needs a tour: a permutation of 0..{d.shape[0] - 1}")
     if n < 5:
         return t
-    k = min(neighbours, n - 1)
-    nearest = np.argsort(d + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :k]
+    nearest = nearest_cities(d, neighbours) if nearest is None else nearest
     # every (segment start i, length L, end e whose neighbour c we go next to, side, orientation)
     i, length, end, c, side, flip = (a.ravel() for a in np.meshgrid(
-        np.arange(n), np.arange(1, 4), np.arange(2), np.arange(k), np.arange(2), np.arange(2), indexing="ij"))
+        np.arange(n), np.arange(1, 4), np.arange(2), np.arange(nearest.shape[1]), np.arange(2), np.arange(2),
+        indexing="ij"))
+    pos = np.empty(n, np.int64)
     moves = 0
     while max_moves is None or moves < max_moves:
-        pos = np.empty(n, np.int64)
         pos[t] = np.arange(n)
         first, last = t[i], t[(i + length - 1) % n]
         before, after = t[(i - 1) % n], t[(i + length) % n]
         j = (pos[nearest[np.where(end == 0, first, last), c]] - side) % n  # insert between t[j], t[j+1]
-        x, y = np.where(flip == 1, last, first), np.where(flip == 1, first, last)
         a, b = t[j], t[(j + 1) % n]
-        delta = (d[a, x] + d[y, b] - d[a, b]) - (d[before, first] + d[last, after] - d[before, after])
+        delta = _or_opt_delta(d, first, last, before, after, a, b, flip)
         delta[(j - i + 1) % n <= length] = np.inf  # the place touches the segment
-        m = int(np.argmin(delta))
-        if delta[m] >= -1e-12:
+        order = _improving(delta)
+        if not len(order):
             break
-        rest = np.roll(t, -int(i[m]))
-        segment = rest[:length[m]][::-1] if flip[m] else rest[:length[m]]
-        cut = (int(j[m]) - int(i[m])) % n - length[m] + 1  # after t[j] within the rest
-        t = np.concatenate([rest[length[m]:][:cut], segment, rest[length[m]:][cut:]])
-        moves += 1
+        for m in order:  # re-scored where the segment and the place are still there
+            start, size, place = pos[first[m]], length[m], pos[a[m]]
+            if (t[(start + size - 1) % n] != last[m] or t[(place + 1) % n] != b[m]
+                    or (place - start + 1) % n <= size):
+                continue
+            if _or_opt_delta(d, first[m], last[m], t[(start - 1) % n], t[(start + size) % n], a[m], b[m],
+                             flip[m]) >= -1e-12:
+                continue
+            rest = np.roll(t, -int(start))
+            segment = rest[:size][::-1] if flip[m] else rest[:size]
+            cut = (int(place) - int(start)) % n - size + 1  # after t[place] within the rest
+            t = np.concatenate([rest[size:][:cut], segment, rest[size:][cut:]])
+            pos[t] = np.arange(n)
+            moves += 1
+            if moves == max_moves:
+                break
     return t
 
 
-def local_search(tour, distances) -> np.ndarray:
-    """2-opt, then or-opt, again until neither shortens the tour: a 2-opt + or-opt local optimum."""
+def _improving(delta: np.ndarray) -> np.ndarray:
+    """Where ``delta`` shortens the tour, best first."""
+    better = np.flatnonzero(delta < -1e-12)
+    return better[np.argsort(delta[better], kind="stable")]
+
+
+def _or_opt_delta(d, first, last, before, after, a, b, flip):
+    """Length change of moving the segment first..last from between ``before`` and ``after`` to
+    between a and b, reversed where ``flip``."""
+    x, y = np.where(flip == 1, last, first), np.where(flip == 1, first, last)
+    return (d[a, x] + d[y, b] - d[a, b]) - (d[before, first] + d[last, after] - d[before, after])
+
+
+def local_search(tour, distances, nearest: np.ndarray | None = None) -> np.ndarray:
+    """2-opt and or-opt, in turn until neither shortens the tour: a 2-opt + or-opt local optimum.
+
+    The turns use the neighbour lists (``nearest``, by default each city's 10 nearest: cheap
+    scans that find most moves); a full 2-opt scan then confirms the end, so the result is a
+    true 2-opt local optimum."""
     d = np.asarray(distances, dtype=np.float64)
-    t = two_opt(tour, d)
+    nearest = nearest_cities(d, 10) if nearest is None else nearest
+    t = np.array(tour, dtype=np.int64)
     while True:
-        better = or_opt(t, d)
+        better = or_opt(two_opt(t, d, nearest=nearest), d, nearest=nearest)
+        if tour_length(better, d) < tour_length(t, d) - 1e-12:
+            t = better
+            continue
+        better = two_opt(t, d)
         if tour_length(better, d) >= tour_length(t, d) - 1e-12:
             return t
-        t = two_opt(better, d)
+        t = better
+
+
+CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover"}
+MUTATIONS = {"inversion": "InversionMutation", "double bridge": "DoubleBridge"}
 
 
 def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 0.5,
-              selection=None, local_search=(), crossover_probability: float = 1.0) -> evo.Model:
+              selection=None, local_search=(), crossover_probability: float = 1.0, crossover: str = "order",
+              mutation: str = "inversion") -> evo.Model:
     """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
     move) of a share ``mutation_rate`` of the children, tour length to minimise, elitist
     selection by default. Children left unmutated pass on their parents' good stretches intact;
     with ``crossover_probability`` below 1 the others are copies of their parent before mutation.
 
+    ``crossover``: "order" (``evo.ops.OrderCrossover``) or "subtour" (``evo.ops.SubtourCrossover``,
+    which keeps edges); ``mutation``: "inversion" or "double bridge" (``evo.ops.DoubleBridge``).
     ``local_search``: ops (e.g. ``memetic_ops()``: ``evo.ops.TwoOpt``, ``evo.ops.OrOpt``) that
     improve every child after mutation, inside the same compiled generation: a memetic GA."""
+    for name, value, known in (("crossover", crossover, CROSSOVERS), ("mutation", mutation, MUTATIONS)):
+        if value not in known:
+            raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, known))}")
     xy = np.asarray(coordinates)
     inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
-    crossover = evo.ops.OrderCrossover() if crossover_probability == 1.0 else \
-        evo.ops.OrderCrossover(probability=crossover_probability)
-    x = crossover(inputs)
-    x = evo.ops.InversionMutation(rate=mutation_rate)(x)
+    make_crossover = getattr(evo.ops, CROSSOVERS[crossover])
+    x = (make_crossover() if crossover_probability == 1.0 else make_crossover(probability=crossover_probability))(inputs)
+    x = getattr(evo.ops, MUTATIONS[mutation])(rate=mutation_rate)(x)
     local_search = (local_search,) if isinstance(local_search, evo.ops.Op) else tuple(local_search)
     for op in local_search:
         x = op(x)
@@ -191,6 +268,24 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     model.compile(fitness=evo.fitness.TSP(coordinates=xy), selection=selection or evo.selection.Elitist(),
                   mode=mode, seed=seed)
     return model
+
+
+def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=None, **local_search) -> evo.Model:
+    """The memetic GA of this course: subtour crossover (edges from both parents), a double bridge
+    on every child (a kick that the local search does not simply undo: iterated local search
+    inside a GA), then ``memetic_ops`` (options ``local_search``), elitist selection by default."""
+    return tsp_model(coordinates, mode=mode, seed=seed, selection=selection, crossover="subtour",
+                     mutation="double bridge", mutation_rate=1.0, local_search=memetic_ops(**local_search))
+
+
+def nearest_neighbour_tours(distances, count: int, seed: int = 0) -> np.ndarray:
+    """``count`` nearest-neighbour tours (count, n) from distinct random start cities, the same
+    starts, in the same order, as ``multi_start`` with this seed."""
+    d = np.asarray(distances, dtype=np.float64)
+    starts = np.random.default_rng(seed).permutation(d.shape[0])
+    if not 1 <= count <= d.shape[0]:
+        raise ValueError(f"count must be between 1 and the {d.shape[0]} cities (one tour per start city), got {count}")
+    return np.stack([nearest_neighbour_tour(d, start=int(city)) for city in starts[:count]])
 
 
 def tour_population(n: int, length: int, seed: int = 0, include=()) -> np.ndarray:
@@ -285,14 +380,15 @@ def multi_start(distances, budget_s: float, *, starts: int | None = None, seed: 
     d = np.asarray(distances, dtype=np.float64)
     n = d.shape[0]
     rng = np.random.default_rng(seed)
-    cities_ = rng.permutation(n)
+    cities_ = rng.permutation(n)  # as nearest_neighbour_tours
     now = _clock(clock)
     t0, cpu0 = now(), time.process_time()
     seconds, lengths, best, descents = [], [], None, 0
+    nearest = nearest_cities(d, 10)  # once per instance, inside the budget
     while (starts is None or descents < starts) and (now() - t0 < budget_s or not descents):
         first = (nearest_neighbour_tour(d, start=int(cities_[descents % n])) if start == "nearest"
                  else rng.permutation(n))
-        tour = local_search(first, d)
+        tour = local_search(first, d, nearest)
         elapsed = now() - t0
         descents += 1
         if elapsed > budget_s and starts is None and descents > 1:
@@ -323,13 +419,17 @@ class _Clock(evo.callbacks.Callback):
 def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 10,
              compiled: bool = False, clock: str = "wall") -> Trace:
     """Run ``make_model()`` on ``population`` until the budget is spent (checked every ``chunk``
-    generations, at least one chunk). The clock starts before the model is built, so compiling
-    counts, unless ``compiled``: then one generation compiles it before the clock starts."""
+    generations, at least one chunk). ``population`` may be a function that makes it: it is
+    called after the clock starts, so making it (e.g. nearest-neighbour tours) counts. The clock
+    starts before the model is built, so compiling counts, unless ``compiled``: then one
+    generation compiles it before the clock starts."""
     if compiled:
         model = make_model()
-        model.evolve(population, generations=1, chunk=chunk)
+        model.evolve(population() if callable(population) else population, generations=1, chunk=chunk)
     now = _clock(clock)
     t0, cpu0 = now(), time.process_time()
+    if callable(population):
+        population = population()
     if not compiled:
         model = make_model()
     timer = _Clock(now, t0, budget_s)
@@ -339,26 +439,38 @@ def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 
                  time.process_time() - cpu0, clock)
 
 
-def memetic_ops(or_opt: bool = True, **two_opt) -> tuple:
+def memetic_ops(or_opt: bool = False, **two_opt) -> tuple:
     """The local search of the memetic GA with this course's settings: ``evo.ops.TwoOpt``
-    (options ``two_opt``), then ``evo.ops.OrOpt`` unless ``or_opt`` is False."""
-    ops = (evo.ops.TwoOpt(**{"steps": 8, "candidates": 32, "moves": 4, "neighbours": 8, **two_opt}),)
-    return ops + ((evo.ops.OrOpt(steps=8, candidates=32),) if or_opt else ())
+    (options ``two_opt``; by default every move that joins a city to one of its 8 nearest is
+    scored, and up to 32 that do not overlap are applied at once, 4 times per generation), then
+    ``evo.ops.OrOpt`` (64 random moves, 4 times) if ``or_opt``: off by default, since it adds
+    about a third to the compile time and, on random cities within a minute, did not pay for it."""
+    ops = (evo.ops.TwoOpt(**{"steps": 4, "candidates": None, "moves": 32, "neighbours": 8, **two_opt}),)
+    return ops + ((evo.ops.OrOpt(steps=4, candidates=64),) if or_opt else ())
 
 
-def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512,
-                    memetic_population: int = 32, seed: int = 0, chunk: int = 10, clock: str = "wall") -> dict:
+def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, memetic_population: int = 32,
+                    seeded: float = 0.5, seed: int = 0, chunk: int = 10, clock: str = "wall") -> dict:
     """Tour length against wall time for three methods, one after the other, each for ``budget_s``:
-    multi-start nearest neighbour + 2-opt + or-opt in NumPy, the plain GA (``tsp_model``) and the
-    memetic GA (the same with ``memetic_ops`` after mutation), both from random tours, XLA.
-    ``clock="cpu"`` measures processor time instead: on a busy machine, what each would take alone."""
+    multi-start nearest neighbour + 2-opt + or-opt in NumPy, the plain GA (``tsp_model``) from
+    random tours, and the memetic GA (``memetic_model``) from a population whose share ``seeded``
+    is nearest-neighbour tours (the local search's first starts, made inside its budget) and the
+    rest random; both XLA. ``clock="cpu"`` measures processor time instead: on a busy machine,
+    what each would take alone."""
     xy = np.asarray(coordinates)
     n = xy.shape[0]
-    traces = [multi_start(distance_matrix(xy), budget_s, seed=seed, clock=clock)]
+    d = distance_matrix(xy)
+    seeded_tours = round(check_rate("seeded", seeded) * memetic_population)
+
+    def memetic_start():
+        return tour_population(memetic_population, n, seed,
+                               include=nearest_neighbour_tours(d, seeded_tours, seed) if seeded_tours else ())
+
+    traces = [multi_start(d, budget_s, seed=seed, clock=clock)]
     traces.append(ga_trace("GA", lambda: tsp_model(xy, seed=seed), tour_population(ga_population, n, seed),
                            budget_s, chunk, clock=clock))
-    traces.append(ga_trace("memetic GA", lambda: tsp_model(xy, seed=seed, local_search=memetic_ops()),
-                           tour_population(memetic_population, n, seed), budget_s, chunk, clock=clock))
+    traces.append(ga_trace("memetic GA", lambda: memetic_model(xy, seed=seed), memetic_start, budget_s, chunk,
+                           clock=clock))
     return {t.method: t for t in traces}
 
 
@@ -475,10 +587,10 @@ def tsp_variants(generations: int, seed: int = 0) -> tuple[dict, dict]:
             lengths["NN + 2-opt (NumPy)"] = tour_length(two_opt(nearest_neighbour_tour(d), d), d)
         return run
 
-    def ga(name, population, **options):
+    def ga(name, population, make_model):
         def build(cities: int):
             xy = city_set("random", cities, seed)
-            model = tsp_model(xy, seed=seed, **options)
+            model = make_model(xy, seed=seed)
             start = tour_population(population, cities, seed)
 
             def run():
@@ -486,8 +598,8 @@ def tsp_variants(generations: int, seed: int = 0) -> tuple[dict, dict]:
             return run
         return build
 
-    return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", 256),
-             "memetic GA": ga("memetic GA", 32, local_search=memetic_ops())}, lengths)
+    return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", 256, tsp_model),
+             "memetic GA": ga("memetic GA", 32, memetic_model)}, lengths)
 
 
 # -- 0/1 knapsack ----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ candidate moves per individual costs O(candidates) and applying the chosen ones 
 random, drawn per individual from the counter-based generator (batched, chunked and
 resumed runs stay bit-identical), and by default biased towards promising moves: one
 new edge joins a city to one of its nearest neighbours, as 2-opt with neighbour lists
-does in classical TSP codes.
+does in classical TSP codes. With ``candidates=None`` every such move is scored, each
+round: O(L·neighbours) per tour, and no move near a local optimum is missed by chance.
 
 The distances come from the model's fitness (``evo.fitness.TSP``), handed over by
 ``Model.compile`` through ``Op.attach``; to call the op directly on tours, attach the
@@ -74,15 +75,18 @@ def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Ten
 
 class _LocalSearch(_PermutationOp):
     """What both local searches share: distances from the fitness, ``steps`` rounds of ``improve``
-    per call, each on ``candidates`` random moves per tour, biased to each city's ``neighbours``
-    nearest cities (None: uniform)."""
+    per call, each on ``candidates`` random moves per tour (None: all of them), biased to each
+    city's ``neighbours`` nearest cities (None: uniform)."""
 
     def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
         super().__init__(name)
         kind = type(self).__name__
         self.steps = _whole(kind, "steps", steps, 1)
-        self.candidates = _whole(kind, "candidates", candidates, 1)
+        self.candidates = None if candidates is None else _whole(kind, "candidates", candidates, 1)
         self.neighbours = None if neighbours is None else _whole(kind, "neighbours", neighbours, 1)
+        if self.candidates is None and self.neighbours is None:
+            raise ValueError(f"{kind}: candidates=None scores every move near each city, so it needs "
+                             "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
         self.distances = self.nearest = None
         self.n = 0
 
@@ -131,14 +135,21 @@ class _LocalSearch(_PermutationOp):
 
     def _draw(self, key: tf.Tensor, rows: Rows, tours: tf.Tensor, *choices: int) -> tuple[tf.Tensor, ...]:
         """Per candidate: a position i, a position j whose city is near t[i] (uniform without
-        neighbours; never i), and one value in [0, c) per further choice c; one draw each."""
+        neighbours; never i), and one value in [0, c) per further choice c; one draw each.
+        Without ``candidates`` (None): every such candidate, the same for each tour."""
         n = tours.shape[1]
         k = n - 1 if self.nearest is None else self.nearest.shape[0] // n
         count = n * k * math.prod(choices)
+        if self.candidates is None:
+            draw = tf.broadcast_to(tf.range(count)[None, :], (tours.shape[0], count))
+            return self._split(draw, tours, k, choices)
         if count > 2**31:
             raise ValueError(f"{type(self).__name__}: {n} cities are too many to draw moves among all pairs; "
                              "give neighbours= (e.g. 8) to draw them among each city's nearest")
-        draw = rng.integers(key, rows, (self.candidates,), count)
+        return self._split(rng.integers(key, rows, (self.candidates,), count), tours, k, choices)
+
+    def _split(self, draw: tf.Tensor, tours: tf.Tensor, k: int, choices: tuple[int, ...]) -> tuple[tf.Tensor, ...]:
+        n = tours.shape[1]
         values = []
         for c in reversed(choices):
             draw, value = draw // c, draw % c
@@ -164,8 +175,9 @@ class _LocalSearch(_PermutationOp):
 
 
 class TwoOpt(_LocalSearch):
-    """``steps`` rounds per call: score ``candidates`` random 2-opt moves per tour, apply the best
-    improving one and up to ``moves - 1`` more that do not overlap it. No move lengthens a tour.
+    """``steps`` rounds per call: score ``candidates`` random 2-opt moves per tour (None: every
+    move that joins a city to one of its nearest), and apply up to ``moves`` of the best improving
+    ones, each unless a better improving one overlaps it. No move lengthens a tour.
 
     ``neighbours``: each candidate joins a city to one of its ``neighbours`` nearest cities
     (None: any two edges, uniformly).
@@ -175,7 +187,7 @@ class TwoOpt(_LocalSearch):
                  name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
         self.moves = _whole(type(self).__name__, "moves", moves, 1)
-        if self.moves > self.candidates:
+        if self.candidates is not None and self.moves > self.candidates:
             raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({candidates}); "
                              "it applies the best non-overlapping moves among the candidates")
 
@@ -186,18 +198,17 @@ class TwoOpt(_LocalSearch):
         u, v = (i - side) % n, (j - side) % n
         p, q = tf.minimum(u, v), tf.maximum(u, v)
         delta = two_opt_delta(self.distances, tours, p, q)
-        best = tf.math.top_k(-delta, k=self.moves, sorted=True).indices
+        best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
         p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
-        chosen = []
-        for m in range(self.moves):  # greedy, best first: keep a move unless it overlaps a kept one
-            ok = delta[:, m] < -self.tolerance
-            for a in range(m):
-                overlap = (p[:, m] <= q[:, a]) & (p[:, a] <= q[:, m])
-                ok &= ~(chosen[a] & overlap)
-            chosen.append(ok)
+        improving = delta < -self.tolerance
+        # a move is kept unless a better improving one overlaps it (shares an edge or a position):
+        # kept moves never overlap, so their length changes add up
+        overlap = (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None])
+        better = tf.range(p.shape[1])[None, :] < tf.range(p.shape[1])[:, None]  # [m, a]: a before m
+        blocked = tf.reduce_any(overlap & better[None] & improving[:, None, :], axis=2)
+        chosen = improving & ~blocked
         # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
-        p, q, chosen = tf.unstack(fusion.materialize(
-            tf.stack([p, q, tf.cast(tf.stack(chosen, axis=1), tf.int32)]), key))
+        p, q, chosen = tf.unstack(fusion.materialize(tf.stack([p, q, tf.cast(chosen, tf.int32)]), key))
         return reverse_segments(tours, p, q, chosen > 0)
 
     def config(self):
@@ -268,6 +279,6 @@ class OrOpt(_LocalSearch):
 
 
 if __name__ == "__main__":
-    from course_lib.evo.benchmarks import op_module_main
+    from course_lib.evo.op_benchmarks import op_module_main
 
     raise SystemExit(op_module_main("local_search"))

@@ -1,0 +1,51 @@
+"""A double bridge: the kick of iterated local search for tours.
+
+Two adjacent segments of a tour swap places (A B C D becomes A C B D): three edges out,
+three in, and the order inside each segment kept. No single 2-opt move undoes it, and an
+or-opt move only where a segment is as short as the or-opt's, so a local search that
+follows does not simply return to the tour it started from, as it would after a random
+reversal (a 2-opt move). Short segments keep the kick local: most of a good tour survives.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from course_lib.evo import rng
+from course_lib.evo.ops.base import check_rate
+from course_lib.evo.ops.local_search import move_segment
+from course_lib.evo.ops.permutation import _PermutationOp
+
+
+class DoubleBridge(_PermutationOp):
+    """Swap two adjacent random segments of 1 to ``segment`` cities each, in a share ``rate``
+    of the tours (the others pass unchanged)."""
+
+    def __init__(self, rate: float = 1.0, segment: int = 30, name: str | None = None):
+        super().__init__(name)
+        self.rate = check_rate(type(self).__name__, rate)
+        if isinstance(segment, bool) or not isinstance(segment, int) or segment < 1:
+            raise ValueError(f"DoubleBridge: segment must be a whole number >= 1, got {segment!r}")
+        self.segment = segment
+
+    def apply(self, inputs, key, rows):
+        tours = tf.cast(rows.take(inputs[0]), tf.int32)
+        n = tours.shape[1]
+        if n < 4:  # no two segments and a rest to swap them in
+            return rows.take(inputs[0])
+        mutate = rng.uniform(rng.fold_in(key, 1), rows, ()) < self.rate
+        start = rng.integers(rng.fold_in(key, 2), rows, (), n)
+        lengths = rng.integers(rng.fold_in(key, 3), rows, (2,), min(self.segment, (n - 1) // 2)) + 1
+        first, second = lengths[:, 0], lengths[:, 1]
+        # the first segment moves to just after the second
+        moved = move_segment(tours, start, first, (start + first + second - 1) % n, tf.zeros_like(start), mutate)
+        return tf.cast(moved, inputs[0].dtype)
+
+    def config(self):
+        return {"rate": self.rate, "segment": self.segment}
+
+
+if __name__ == "__main__":
+    from course_lib.evo.op_benchmarks import op_module_main
+
+    raise SystemExit(op_module_main("double_bridge"))
