@@ -267,12 +267,13 @@ class Islands(Policy):
 
     @staticmethod
     def _stop(rows, sign, target, patience) -> int | None:
-        """The first generation count (1-based) after which a limit holds for the whole run."""
-        for t in range(rows.shape[1]):
-            r, stale = best_of_replicas(rows[:, t, 3], rows[:, t, 4], sign)
-            if sign * rows[r, t, 3] >= sign * target or stale >= patience:
-                return t + 1
-        return None
+        """The first generation count (1-based) after which a limit holds for the whole run
+        (``best_of_replicas`` for every generation of the chunk at once)."""
+        s = score(rows[..., 3], sign).numpy()  # (replicas, generations)
+        top = s.max(axis=0)
+        stale = np.where(s == top, rows[..., 4], -1).max(axis=0)
+        done = np.flatnonzero((top >= sign * target) | (stale >= patience))
+        return int(done[0]) + 1 if done.size else None
 
 
 def _combine(rows: np.ndarray, sign: float) -> np.ndarray:
