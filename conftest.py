@@ -1,7 +1,7 @@
 """Test-wide settings; nbval runs each lecture at its fastest setting, the way papermill injects parameters.
 
 `make test` executes every lecture once: nbval appends the lecture's fastest setting
-(``lectures.fastest``: one timed repeat, shorter evolutions) to the cell tagged ``parameters``,
+(``lectures.fastest``: one timed repeat, fewer untimed steps) to the cell tagged ``parameters``,
 then checks every ``# NBVAL_CHECK_OUTPUT`` cell against the committed output, which must not
 depend on the setting. The defaults themselves run in ``make lectures``.
 """
