@@ -545,29 +545,25 @@ def rates(comparison: bench.Comparison) -> dict[str, float]:
     return {t.name: comparison.params["work"] / t.median_s for t in comparison.timings}
 
 
-def bench_neuro(argv: Sequence[str] | None = None) -> int:
-    """``course bench neuro``: networks/s and policy steps/s for each population size, batched and
-    compiled against a Keras call per network, in one run; JSON into build/bench/neuro.json."""
-    import argparse
-    from pathlib import Path
+def _sizes_at_least_two(args) -> str | None:
+    return None if all(n >= 2 for n in args.sizes) else f"population sizes must be >= 2, got {args.sizes}"
 
-    parser = argparse.ArgumentParser(prog="course bench neuro", description=bench_neuro.__doc__)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="population sizes")
-    parser.add_argument("--keras-max", type=int, default=64,
-                        help="largest population timed with per-individual Keras calls (their time grows "
-                             "linearly; a rate per network does not depend on the population)")
-    parser.add_argument("--episodes", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=500)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default=str(Path("build") / "bench" / "neuro.json"))
-    args = parser.parse_args(list(argv or []))
-    if any(n < 2 for n in args.sizes):
-        parser.error(f"population sizes must be >= 2, got {args.sizes}")
+
+@bench.command("neuro", repeats=3, check=_sizes_at_least_two,
+               quick={"sizes": [64, 256], "episodes": 2, "steps": 100},
+               options={"--sizes": dict(type=int, nargs="+", default=[64, 256, 1024, 4096], help="population sizes"),
+                        "--keras-max": dict(type=int, default=64,
+                                            help="largest population timed with per-individual Keras calls (their "
+                                                 "time grows linearly; a rate per network does not depend on the "
+                                                 "population)"),
+                        "--episodes": dict(type=int, default=4), "--steps": dict(type=int, default=500)})
+def bench_neuro(args) -> list:
+    """``course bench neuro``: networks/s and policy steps/s for each population size, batched and
+    compiled against a Keras call per network, in one run."""
     classifier, policy = mlp(64, [16], 10), mlp(4, [8], 1)
     x = digits()[0][:256]
     cart = CartPole(policy, episodes=args.episodes, steps=args.steps)
     comparisons = []
-    print(bench.machine_summary())
     for n in args.sizes:
         chosen = [v for v in (PER_INDIVIDUAL, GRAPH, XLA) if v != PER_INDIVIDUAL or n <= args.keras_max]
         builders = speed_variants(classifier, x)
@@ -583,8 +579,7 @@ def bench_neuro(argv: Sequence[str] | None = None) -> int:
     for c in comparisons:
         rate = ", ".join(f"{name} {value:.3g}" for name, value in rates(c).items())
         print(f"{c.title}: {c.params['unit']}: {rate}")
-    print(f"wrote {bench.save_report(comparisons, args.out)}")
-    return 0
+    return comparisons
 
 
 def plot_race(curves: Sequence[Curve], target: float, axes=None):
