@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from course_lib import devices, evo
+from course_lib import evo, processes
 from course_lib.evo import cartpole, neuro
 
 
@@ -166,11 +166,9 @@ def test_neuroevolution_under_mirrored_strategy_on_two_virtual_cpus():
         model = neuro.mlp(4, [4], 1)
         fitness = neuro.CartPole(model, episodes=1, steps=50)
         ga = neuro.evolution(fitness, stddev=0.1, crossover=False, mode="graph", seed=0)
-        result = ga.evolve(neuro.initial_population(model, 8, seed=0), generations=2, strategy=strategy)
-        check = float(tf.function(fitness.__call__, autograph=False)(result.best[None]).numpy()[0])
-        print("REPORT", result.best_fitness, check, result.population.shape)
+        run = ga.evolve(neuro.initial_population(model, 8, seed=0), generations=2, strategy=strategy)
+        check = float(tf.function(fitness.__call__, autograph=False)(run.best[None]).numpy()[0])
+        result = {"best": run.best_fitness, "check": check, "shape": list(run.population.shape)}
     """
-    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200)
-    report = [line for line in proc.stdout.splitlines() if line.startswith("REPORT")][-1].split(maxsplit=3)
-    best, check = float(report[1]), float(report[2])
-    assert best == check and best >= 1 and report[3] == "(8, 25)"
+    out = processes.run(source=textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200).result
+    assert out["best"] == out["check"] and out["best"] >= 1 and out["shape"] == [8, 25]
