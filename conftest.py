@@ -23,7 +23,4 @@ def pytest_collection_modifyitems(items):
         lecture = _BY_PATH.get(Path(str(item.fspath)).resolve())
         if cell is None or lecture is None or "parameters" not in cell.metadata.get("tags", []):
             continue
-        values = lectures.coerce_params(lecture.path, lectures.fastest(lecture))
-        if values:
-            cell.source += "\n# Injected by conftest.py: the fastest setting\n" + "".join(
-                f"{name} = {value!r}\n" for name, value in values.items())
+        cell.source += "\n" + lectures.fastest_source(lecture)

@@ -79,6 +79,7 @@ _FASTEST_EXTRA = {
     "07": {"AUTO_JIT_ROUNDS": "1"},
     "08": {"THREAD_REPEATS": "1"},
     "13": {"BENCH_GENERATIONS": "10"},
+    "14": {"TTQ_BUDGET": "[3.0, 4.0]"},
 }
 
 
@@ -88,6 +89,13 @@ def fastest(lecture: Lecture) -> dict[str, str]:
     params = {"REPEATS": "1"} if "REPEATS" in defaults else {}
     params.update({k: v for k, v in _FASTEST_EXTRA.get(lecture.number, {}).items() if k in defaults})
     return params
+
+
+def fastest_source(lecture: Lecture) -> str:
+    """The fastest setting as code to run after the parameters cell, as papermill injects it."""
+    values = coerce_params(lecture.path, fastest(lecture))
+    return "# the fastest setting (course_lib.lectures.fastest)\n" + "".join(
+        f"{name} = {value!r}\n" for name, value in values.items())
 
 
 def parameters_of(path: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ them all in a browser takes longer than `make test` can afford on two cores. So 
 lecture 00 in full (controls, sizes, variants) and **one other widget lecture, rotating by the day**
 (the day's ordinal modulo their number), so that over consecutive days every one is covered;
 COURSE_BROWSER_LECTURES=all (or a comma-separated list of numbers, e.g. 04,12) checks those instead.
-Lectures run at their fastest setting (REPEATS = 1, injected after the parameters cell as papermill
+Lectures run at their fastest setting (``lectures.fastest``, injected after the parameters cell as papermill
 would), and the rotating check presses Run with the first variant only, which is the cheapest run
 that still redraws both chart and table.
 
@@ -53,7 +53,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LECTURE, SOLUTION = "00_welcome_and_setup.ipynb", "solutions/00_welcome_and_setup.ipynb"
 WIDGET = f".{CSS_CLASS}"  # the SpeedupWidget's outer box
-FASTEST = "REPEATS = 1"   # what tests/test_lecture_runs.py injects too
 
 
 def widget_lectures() -> list[Path]:
@@ -155,16 +154,17 @@ def browser(chromium):
 
 
 def stripped_copy(src: Path, dest: Path, fastest: bool) -> None:
-    """``src`` without outputs at ``dest``; with ``fastest``, REPEATS = 1 injected after its parameters cell."""
+    """``src`` without outputs at ``dest``; with ``fastest``, the lecture's fastest setting
+    (``lectures.fastest_source``, what nbval runs too) in a cell after its parameters cell."""
     nb = nbformat.read(src, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nb.metadata.pop("widgets", None)
     if fastest:
+        (lecture,) = [lec for lec in lectures.lectures() if lec.path.name == src.name]
         at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-        assert "REPEATS" in nb.cells[at].source, f"{src.name} has no REPEATS parameter to make it fast"
-        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"# injected by tests/test_browser.py\n{FASTEST}"))
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(lectures.fastest_source(lecture)))
     dest.parent.mkdir(exist_ok=True)
     nbformat.write(nb, dest)
 

@@ -144,29 +144,32 @@ def best_compiled(cmp: bench.Comparison, suffix: str = "") -> str:
     return min((f"autograph{suffix}", f"xla{suffix}"), key=lambda name: cmp[name].median_s)
 
 
-def bench_ops(argv: list[str]) -> int:
+def _known_ops(args) -> str | None:
+    """The modules and ops asked for exist (checked when the command runs: the registry imports every op)."""
+    cases = op_cases()
+    unknown = set(args.module or ()) - set(cases)
+    if unknown:
+        return f"unknown op module(s) {', '.join(sorted(unknown))}; modules are: {', '.join(sorted(cases))}"
+    labels = [label for found in cases.values() for label, _, _ in found]
+    unknown = set(args.op or ()) - set(labels)
+    if unknown:
+        return f"unknown op(s) {', '.join(sorted(unknown))}; ops are: {', '.join(labels)}"
+    return None
+
+
+@bench.command("ops", repeats=5, check=_known_ops, quick={"shapes": [(64, 32), (256, 128)], "repeats": 3},
+               options={"--module": dict(action="append", help="only these op modules (repeatable)"),
+                        "--op": dict(action="append", help="only these ops (repeatable), e.g. ShuffleMutation"),
+                        "--shapes": dict(nargs="+", type=_shape, metavar="NxL",
+                                         default=[(256, 64), (1024, 256), (4096, 1024)],
+                                         help="population shapes, e.g. 256x64 4096x1024"),
+                        "--before": dict(action=argparse.BooleanOptionalAction, default=True,
+                                         help=f"also measure the implementations replaced ({', '.join(BEFORE)})")})
+def bench_ops(args) -> list:
     """Per-op eager / autograph (tf.function) / XLA times and speedups at a few population shapes;
     ops whose implementation was replaced are measured beside the one they replaced, in the same run."""
-    parser = argparse.ArgumentParser(prog="course bench ops", description=bench_ops.__doc__)
-    parser.add_argument("--quick", action="store_true", help="small shapes, fewer repeats")
-    parser.add_argument("--json", default="build/bench/ops.json", help="where to write the results")
-    parser.add_argument("--module", action="append", choices=sorted(op_cases()),
-                        help="only these op modules (repeatable)")
-    parser.add_argument("--op", action="append", help="only these ops (repeatable), e.g. ShuffleMutation")
-    parser.add_argument("--shapes", nargs="+", type=_shape, metavar="NxL",
-                        help="population shapes, e.g. 256x64 4096x1024")
-    parser.add_argument("--before", action=argparse.BooleanOptionalAction, default=True,
-                        help=f"also measure the implementations replaced ({', '.join(BEFORE)})")
-    args = parser.parse_args(argv)
-    shapes = args.shapes or ([(64, 32), (256, 128)] if args.quick else [(256, 64), (1024, 256), (4096, 1024)])
-    repeats = 3 if args.quick else 5
-    cases = op_cases()
-    unknown = set(args.op or ()) - {label for found in cases.values() for label, _, _ in found}
-    if unknown:
-        parser.error(f"unknown op(s) {', '.join(sorted(unknown))}; ops are: "
-                     f"{', '.join(label for found in cases.values() for label, _, _ in found)}")
+    shapes, repeats, cases = args.shapes, args.repeats, op_cases()
     records, summary = [], []
-    print(f"per-op speedups on {bench.machine_summary()}")
     for module in args.module or list(cases):
         for label, _, _ in cases[module]:
             if args.op and label not in args.op:
@@ -195,11 +198,10 @@ def bench_ops(argv: list[str]) -> int:
             now, old = best_compiled(cmp), best_compiled(cmp, ", before")
             print(f"{label:28}{shape:14}{cmp.speedup(now, over=old):>11.2f}x{cmp.speedup(now):>8.2f}x"
                   f"{cmp.speedup(old, over='eager, before'):>8.2f}x")
-    print(f"wrote {bench.save_report(records, args.json)}")
-    return 0
+    return records
 
 
 def op_module_main(module: str, argv: list[str] | None = None) -> int:
     """``python -m course_lib.evo.ops.<module>``: the per-op table for one module."""
     argv = sys.argv[1:] if argv is None else argv
-    return bench_ops(["--module", module, "--json", f"build/bench/ops_{module}.json", *argv])
+    return bench_ops(["--module", module, "--out", f"build/bench/ops_{module}.json", *argv])
