@@ -94,7 +94,9 @@ class Checkpoint(Callback):
     """Save the run every ``every`` generations (and at the end) to ``path`` (an .npz file).
 
     ``evolve(generations=G, resume_from=path)`` continues from it and gives exactly the
-    result of an uninterrupted run of G generations.
+    result of an uninterrupted run of G generations, under the same executor (one device, or
+    the same number of replicas and distribution). Under MultiWorkerMirroredStrategy every
+    worker runs the callbacks: give each worker its own path (e.g. with its task index).
     """
 
     def __init__(self, path, every: int):
