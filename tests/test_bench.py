@@ -175,13 +175,7 @@ def test_save_report_keeps_its_own_fields():
         bench.save_report([], "unused.json", machine="mine")
 
 
-# The evo commands adopt the skeleton in their own modules; each entry goes when its command does.
-NOT_YET = {"ga", "tsp", "ga-replicas"}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="not on bench.command yet"))
-    if name in NOT_YET else name for name in cli.BENCHMARKS])
+@pytest.mark.parametrize("name", list(cli.BENCHMARKS))
 def test_every_course_bench_command_is_made_by_the_skeleton(name):
     import importlib
 

@@ -7,17 +7,13 @@ over the population (no Python loop per individual): the bar the engine is judge
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import os
-import textwrap
 from typing import Callable
 
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, devices, distribute, evo
+from course_lib import bench, devices, distribute, evo, processes
 from course_lib.evo import applications as app
 from course_lib.evo import distributed
 
@@ -133,34 +129,34 @@ def rastrigin_model(dims: int, mode: str, seed: int = 0):
     return model
 
 
-def _write_json(path: str, data) -> None:
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    with open(path, "w") as fh:
-        json.dump(data, fh, indent=2, default=str)
-        fh.write("\n")
-
-
 # -- end-to-end throughput -----------------------------------------------------------------------
 
 
-def bench_ga(argv: list[str]) -> int:
+def _replica_counts(args) -> str | None:
+    return "--replicas takes whole numbers >= 1" if any(r < 1 for r in args.replicas or ()) else None
+
+
+_GENERATIONS = dict(type=int, default=None, help="generations per timed call")
+
+
+@bench.command("ga", repeats=3, quick={}, check=_replica_counts,
+               options={"--generations": _GENERATIONS,
+                        "--replicas": dict(type=int, nargs="+", default=None, metavar="N",
+                                           help="throughput per replica count instead (as course bench ga-replicas; "
+                                                "its report goes to build/bench/ga_replicas.json unless --out)")})
+def bench_ga(args):
     """OneMax and Rastrigin throughput (gene-generations/s) in every mode against NumPy, in one run.
 
     Each timed call is a whole ``evolve`` of 100 generations (10 with --quick), so the
     per-call work (checking, packing and unpacking the population, copying the result
     to NumPy) counts, once per run as in real use.
     """
-    if any(a == "--replicas" or a.startswith("--replicas=") for a in argv):  # throughput per replica count
-        return bench_replicas(argv)
-    parser = argparse.ArgumentParser(prog="course bench ga", description=bench_ga.__doc__,
-                                     epilog="with --replicas N [N ...]: throughput per replica count "
-                                            "(same as course bench ga-replicas)")
-    parser.add_argument("--quick", action="store_true", help="small populations, few generations")
-    parser.add_argument("--json", default="build/bench/ga.json", help="where to write the results")
-    parser.add_argument("--generations", type=int, default=None, help="generations per timed call")
-    args = parser.parse_args(argv)
+    if args.replicas:
+        if args.out == bench_ga.parser().get_default("out"):
+            args.out = bench_replicas.parser().get_default("out")  # the skeleton writes args.out after this returns
+        return measure_replicas(args)
+    onemax_shape = (512, 256) if args.quick else (4096, 1024)
+    rastrigin_shape = (512, 100) if args.quick else (4096, 100)
     generations = args.generations or (10 if args.quick else 100)
     onemax_shape = (512, 256) if args.quick else (4096, 1024)
     rastrigin_shape = (512, 100) if args.quick else (4096, 100)
@@ -170,7 +166,6 @@ def bench_ga(argv: list[str]) -> int:
         ("Rastrigin", rastrigin_shape, evo.population.uniform(rastrigin_shape, -5.12, 5.12, seed=0),
          lambda pop: numpy_rastrigin(pop, generations, **RASTRIGIN), rastrigin_model),
     ]
-    print(f"GA throughput on {bench.machine_summary()}")
     results = []
     for name, (n, length), population, numpy_run, make_model in problems:
         pop_np = population.numpy()
@@ -178,7 +173,7 @@ def bench_ga(argv: list[str]) -> int:
         for mode in ("xla", "graph", "eager"):  # xla next to numpy: the key ratio, least exposed to drift in load
             model = make_model(length, mode)
             variants[mode] = lambda model=model: model.evolve(population, generations=generations).population
-        cmp = bench.compare(variants, baseline="numpy", repeats=3, warmup=1, number=1,
+        cmp = bench.compare(variants, baseline="numpy", repeats=args.repeats, warmup=1, number=1,
                             title=f"{name}: population {n} x {length}, {generations} generations per call",
                             params={"problem": name, "population": [n, length], "generations": generations})
         work = n * length * generations
@@ -188,11 +183,10 @@ def bench_ga(argv: list[str]) -> int:
         for variant, rate in rates.items():
             print(f"{variant:10}{rate:>20.3e}{cmp.speedup(variant):>9.2f}x")
         print()
-        results.append({"problem": name, "comparison": cmp.to_dict(), "gene_generations_per_s": rates,
+        results.append({"problem": name, "comparison": cmp, "gene_generations_per_s": rates,
                         "vs_numpy": {v: cmp.speedup(v) for v in rates}})
-    _write_json(args.json, {"machine": bench.machine(), "results": results})
-    print(f"wrote {args.json}")
-    return 0
+    return bench.Report([r["comparison"] for r in results], {"results": [
+        {k: v for k, v in r.items() if k != "comparison"} for r in results]})
 
 
 # -- runs the lecture, the tests and the benchmark share -----------------------------------------
@@ -301,36 +295,27 @@ def measure_replicas_in_fresh_process(replicas: int, problems: list, generations
     return {"replicas": replicas, "results": out}
 
 
-def bench_replicas(argv: list[str]) -> int:
+@bench.command("ga-replicas", repeats=3, quick={}, check=_replica_counts,
+               options={"--generations": _GENERATIONS,
+                        "--replicas": dict(type=int, nargs="+", default=[1, 2, 4], metavar="N",
+                                           help="replica counts (one virtual CPU each)")})
+def bench_replicas(args):
     """OneMax and Rastrigin throughput per replica count (MirroredStrategy over virtual CPUs, one
     fresh process per count), global selection and islands against one device without a strategy."""
-    parser = argparse.ArgumentParser(prog="course bench ga-replicas", description=bench_replicas.__doc__)
-    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4], metavar="N",
-                        help="replica counts (one virtual CPU each)")
-    parser.add_argument("--quick", action="store_true", help="small populations, few generations")
-    parser.add_argument("--generations", type=int, default=None, help="generations per timed run")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--json", default="build/bench/ga_replicas.json", help="where to write the results")
-    args = parser.parse_args(argv)
-    if any(r < 1 for r in args.replicas):
-        parser.error("--replicas takes whole numbers >= 1")
+    return measure_replicas(args)
+
+
+def measure_replicas(args) -> bench.Report:
+    """``course bench ga-replicas`` (and ``ga --replicas``): one fresh process per replica count."""
     generations = args.generations or (10 if args.quick else 30)
     problems = ([("onemax", (512, 256)), ("rastrigin", (512, 100))] if args.quick
                 else [("onemax", (4096, 1024)), ("rastrigin", (4096, 100))])
     for r in args.replicas:
         for _, (n, _) in problems:
             distributed.shard_size(n, r)
-    print(f"GA throughput per replica count on {bench.machine_summary()}")
-    runs = []
-    for r in args.replicas:
-        source = textwrap.dedent(f"""
-            import json
-            from course_lib.evo import benchmarks
-            out = benchmarks.measure_replicas_in_fresh_process({r}, {problems!r}, {generations}, {args.repeats})
-            print("RESULT " + json.dumps(out, default=str))
-        """)
-        proc = devices.run_python(source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=1800)
-        runs.append(json.loads([s for s in proc.stdout.splitlines() if s.startswith("RESULT ")][-1][7:]))
+    runs = [processes.run("course_lib.evo.benchmarks:measure_replicas_in_fresh_process",
+                          args=[r, problems, generations, args.repeats], env={"TF_CPP_MIN_LOG_LEVEL": "3"},
+                          timeout=1800).result for r in args.replicas]
     print(f"{'problem':10}{'replicas':>9}  {'variant':14}{'gene-generations/s':>20}{'vs one device':>15}")
     for run in runs:
         for res in run["results"]:
@@ -339,9 +324,7 @@ def bench_replicas(argv: list[str]) -> int:
                 rate = res["gene_generations_per_s"][v["name"]]
                 print(f"{cmp['params']['problem']:10}{run['replicas']:>9}  {v['name']:14}{rate:>20.3e}"
                       f"{v['speedup']:>14.2f}x")
-    _write_json(args.json, {"machine": bench.machine(), "generations": generations, "runs": runs})
-    print(f"wrote {args.json}")
-    return 0
+    return bench.Report([], {"generations": generations, "runs": runs})
 
 
 # -- time to quality on the travelling salesman ---------------------------------------------------
@@ -355,25 +338,24 @@ def print_quality_table(rows: list[dict]) -> None:
               f"{r['s to within 1%']:>9.2f}{r['ended at s']:>8.1f}{r['CPU s']:>8.1f}")
 
 
-def bench_tsp(argv: list[str]) -> int:
+def _tsp_sizes(args) -> str | None:
+    return "--cities must be >= 10 and --budget > 0" if min(args.cities) < 10 or min(args.budget) <= 0 else None
+
+
+@bench.command("tsp", repeats=None, quick={"cities": [100], "budget": [5.0]}, check=_tsp_sizes,
+               options={"--cities": dict(type=int, nargs="+", default=[100, 1000], help="instance sizes"),
+                        "--budget": dict(type=float, nargs="+", default=[15.0, 60.0],
+                                         help="seconds per method, one per instance size (the last one repeats)"),
+                        "--seed": dict(type=int, default=0),
+                        "--clock": dict(choices=["wall", "cpu"], default="wall",
+                                        help="budget and times in wall time, or in this process's CPU time "
+                                             "(on a busy machine)")})
+def bench_tsp(args):
     """Time to quality on random cities in the unit square: multi-start nearest neighbour + 2-opt +
     or-opt (NumPy), the plain GA and the memetic GA (XLA, compile included), each for the same
     wall-time budget, one after the other in one run. Up to 200 cities, also the best of 30
     descents (the reference of issue 17's goal)."""
-    parser = argparse.ArgumentParser(prog="course bench tsp", description=bench_tsp.__doc__)
-    parser.add_argument("--cities", type=int, nargs="+", default=[100, 1000], help="instance sizes")
-    parser.add_argument("--budget", type=float, nargs="+", default=[15.0, 60.0],
-                        help="seconds per method, one per instance size (the last one repeats)")
-    parser.add_argument("--quick", action="store_true", help="100 cities, 5 s per method")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                        help="budget and times in wall time, or in this process's CPU time (on a busy machine)")
-    parser.add_argument("--json", default="build/bench/tsp.json", help="where to write the results")
-    args = parser.parse_args(argv)
-    sizes, budgets = ([100], [5.0]) if args.quick else (args.cities, args.budget)
-    if min(sizes) < 10 or min(budgets) <= 0:
-        parser.error("--cities must be >= 10 and --budget > 0")
-    print(f"TSP time to quality on {bench.machine_summary()}")
+    sizes, budgets = args.cities, args.budget
     results = []
     for k, n in enumerate(sizes):
         budget = budgets[min(k, len(budgets) - 1)]
@@ -395,6 +377,4 @@ def bench_tsp(argv: list[str]) -> int:
                 print(f"  {name:44} {100 * (t.length_at(budget) / best - 1):+.2f}% against it at {budget:g} s; "
                       f"within 3% of it after {t.time_to(1.03 * best):.1f} s")
         results.append(record)
-    _write_json(args.json, {"machine": bench.machine(), "results": results})
-    print(f"wrote {args.json}")
-    return 0
+    return bench.Report([], {"results": results})
