@@ -17,8 +17,7 @@ import tensorflow as tf
 
 from course_lib.evo import rng
 from course_lib.evo.ops.base import Mating, partner_rows
-from course_lib.evo.ops.local_search import positions
-from course_lib.evo.ops.permutation import _PermutationOp
+from course_lib.evo.ops.permutation import _PermutationOp, exclusive_count, inverse_permutation, place
 
 
 class SubtourCrossover(_PermutationOp, Mating):
@@ -40,15 +39,19 @@ class SubtourCrossover(_PermutationOp, Mating):
         start = rng.integers(rng.fold_in(key, 2), rows, (), n)[:, None]
         length = rng.integers(rng.fold_in(key, 4), rows, (), longest)[:, None] + 1
         # each of the parent's cities: its place in the mate's run (0 .. length-1), or not in it
-        in_run = tf.gather((positions(mate) - start) % n, x, batch_dims=1)
+        in_run = tf.gather((inverse_permutation(mate) - start) % n, x, batch_dims=1)
         inside = in_run < length
-        # sort keys over the parent's positions: counted from the city before the run in the mate,
-        # which keeps key 0; the run's cities go between it (0) and the next city (1), in the mate's order
+        # the child starts at the city before the run in the mate (the anchor, never in the run), then
+        # the run in the mate's order, then the parent's other cities in its order from the anchor on:
+        # each parent position's place in the child by counting, no sort
         before = tf.gather(mate, (start[:, 0] - 1) % n, batch_dims=1)[:, None]
-        anchor = tf.gather(positions(x), before, batch_dims=1)
-        rest = tf.cast((tf.range(n)[None, :] - anchor) % n, tf.float32)
-        run = 0.25 + 0.5 * tf.cast(in_run, tf.float32) / tf.cast(length, tf.float32)
-        child = tf.gather(x, tf.argsort(tf.where(inside, run, rest), axis=1, stable=True), batch_dims=1)
+        anchor = tf.gather(inverse_permutation(x), before, batch_dims=1)
+        pos = tf.range(n)[None, :]
+        count = exclusive_count(inside)  # run cities at positions before each position
+        at_anchor = tf.gather(count, anchor, batch_dims=1)
+        runs_between = tf.where(pos >= anchor, count - at_anchor, count + length - at_anchor)  # from the anchor on
+        to = tf.where(inside, 1 + in_run, length + (pos - anchor) % n - runs_between)
+        child = place(x, tf.where(pos == anchor, 0, to))
         crossed = self.crossed(key, rows)
         if crossed is not None:  # the others are copies of their parent
             child = tf.where(crossed[:, None], child, x)
