@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench
-from course_lib.evo import fusion, rng
+from course_lib.evo import fitness, fusion, ops, population, rng
 from course_lib.evo.ops import permutation
 from course_lib.evo.ops.base import partner_rows
 from course_lib.evo.rng import Rows
@@ -24,8 +24,6 @@ VARIANTS = ("eager", "autograph", "xla")
 
 def example_population(kind: str, n: int, length: int) -> tf.Tensor:
     """A population of the kind an op works on (``Op.genes``), seeded."""
-    from course_lib.evo import population
-
     if kind == "binary":
         return population.random_integers((n, length), 0, 2, seed=1)
     if kind == "integer":
@@ -38,8 +36,6 @@ def example_population(kind: str, n: int, length: int) -> tf.Tensor:
 def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
     """Per op module: (op name, factory taking the genome length, population kind), read from the
     op registry (``evo.ops.registry()``), so a new op is in the table as soon as it exists."""
-    from course_lib.evo import ops
-
     cases: dict[str, list] = {}
     for name, cls in ops.registry().items():
         module = cls.__module__.rsplit(".", 1)[-1]
@@ -50,8 +46,6 @@ def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
 def example_op(cls, n: int):
     """``cls.example(n)``; a permutation op also gets the distances of n random cities attached, as
     ``Model.compile`` attaches a TSP fitness (a local search needs them; other ops ignore them)."""
-    from course_lib.evo import fitness
-
     op = cls.example(n)
     if cls.genes == "permutation":
         op.attach(fitness.TSP(coordinates=np.random.default_rng(0).uniform(0, 1, (n, 2))))
