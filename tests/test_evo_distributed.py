@@ -167,13 +167,35 @@ def test_islands_and_global_select_differently(two):
 @pytest.mark.parametrize("report", ["two", "four"])
 @pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
 def test_every_engine_feature_works_under_a_strategy(report, how, request):
-    facts = request.getfixturevalue(report)["engine"][how]
+    check_engine_facts(request.getfixturevalue(report)["engine"][how])
+
+
+def check_engine_facts(facts: dict) -> None:
+    """What ``engine_report`` must find under any strategy."""
     assert facts["resumed == whole"]  # checkpoint at 23 (between migrations), resumed to 60: bit for bit
     assert 1 < facts["target stop"] == facts["target expected"] <= 10  # the exact generation, not a chunk's end
     assert facts["target run == plain run that long"]
     assert facts["stopped early"] and facts["patience stop"] == facts["patience expected"] < GENERATIONS
     assert facts["patience run == plain run that long"]
     assert facts["chunk ends"] == [7, 14, 21, 28, 30]  # a callback's every=7 ends the chunks
+
+
+def multi_worker_engine_report(mode: str) -> dict:
+    """In each worker of ``distribute.launch``: ``engine_report`` under MultiWorkerMirroredStrategy
+    (each worker checkpoints into its own temporary folder)."""
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first TF call of the worker
+    model = onemax_model(LENGTH, mode)
+    return {how: engine_report(model, strategy, how) for how in distributed.DISTRIBUTIONS}
+
+
+@pytest.mark.timeout(400)
+def test_every_engine_feature_works_under_multi_worker_mirrored_strategy():
+    workers = distribute.launch("test_evo_distributed:multi_worker_engine_report", 2, kwargs={"mode": "graph"},
+                                timeout=380)
+    assert workers[0] == workers[1]  # both workers hold the whole result
+    for how in distributed.DISTRIBUTIONS:
+        check_engine_facts(workers[0][how])
+    assert child_processes() == []
 
 
 @pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
