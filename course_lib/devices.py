@@ -31,7 +31,7 @@ from course_lib import processes
 __all__ = [
     "DeviceSetupError", "short_name", "device_table", "virtual_cpus", "virtual_gpus", "where",
     "missing_device", "soft_placement", "impossible_placement_error", "memory_growth",
-    "run_python", "PlacementLog", "placement_log", "physical_devices_with", "copy_devices",
+    "PlacementLog", "placement_log", "physical_devices_with", "copy_devices",
     "copy_variants", "shares_buffer", "Transfers", "transfer_costs",
 ]
 
@@ -165,15 +165,6 @@ def memory_growth() -> list[str]:
 # Fresh processes: placement logs and CUDA_VISIBLE_DEVICES
 # ---------------------------------------------------------------------------------------
 
-def run_python(source: str, *, env: dict[str, str] | None = None, timeout: float = 180) -> processes.Finished:
-    """Run ``source`` in a fresh Python with extra environment variables (``processes.run``); its
-    ``stdout`` and ``stderr`` come back as text, and the value it leaves in ``result`` as ``.result``.
-
-    Raises ``processes.ChildError`` (a ``RuntimeError``) with the end of its stderr if it fails.
-    """
-    return processes.run(source=source, env=env, timeout=timeout)
-
-
 _LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (\w+)\.cc:\d+\] (.*)$")
 _PLACED = re.compile(r"^(\S+): \((\w+)\): (\S+)$")
 _EXECUTED = re.compile(r"^Executing op (\S+) in device (\S+)$")
@@ -230,7 +221,7 @@ def placement_log(source: str, *, virtual_cpus: int | None = None, timeout: floa
     split = f"devices.virtual_cpus({int(virtual_cpus)})" if virtual_cpus else ""
     program = (f"import tensorflow as tf\nfrom course_lib import devices\n"
                f"tf.debugging.set_log_device_placement(True)\n{split}\n{textwrap.dedent(source)}\n")
-    proc = run_python(program, env={"TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=timeout)
+    proc = processes.run(source=program, env={"TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=timeout)
     output = "".join(line for line in proc.stdout.splitlines(keepends=True)
                      if not _PLACED.match(line.strip()))  # the runtime also prints placements to stdout
     return PlacementLog(_parse_placement(proc.stderr), output)
@@ -242,9 +233,9 @@ def physical_devices_with(cuda_visible_devices: str, timeout: float = 180) -> li
     ``""`` or ``"-1"`` hides every GPU, ``"1"`` shows only the second one (renumbered GPU:0),
     ``"0,1"`` the first two. CUDA reads the variable once, at start-up, hence a new process.
     """
-    return run_python("import tensorflow as tf\nresult = [d.name for d in tf.config.list_physical_devices()]",
-                      env={"CUDA_VISIBLE_DEVICES": str(cuda_visible_devices), "TF_CPP_MIN_LOG_LEVEL": "3"},
-                      timeout=timeout).result
+    return processes.run(source="import tensorflow as tf\nresult = [d.name for d in tf.config.list_physical_devices()]",
+                         env={"CUDA_VISIBLE_DEVICES": str(cuda_visible_devices), "TF_CPP_MIN_LOG_LEVEL": "3"},
+                         timeout=timeout).result
 
 
 # ---------------------------------------------------------------------------------------

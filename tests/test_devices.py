@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from course_lib import devices
+from course_lib import devices, processes
 
 NO_GPU = not tf.config.list_physical_devices("GPU")
 
@@ -10,7 +10,7 @@ NO_GPU = not tf.config.list_physical_devices("GPU")
 def child(source: str) -> dict:
     """Run ``source`` in a fresh Python (virtual devices need a runtime that has not started); what it
     leaves in ``result``."""
-    return devices.run_python(source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}).result
+    return processes.run(source=source, env={"TF_CPP_MIN_LOG_LEVEL": "3"}).result
 
 
 def test_short_name():
@@ -69,7 +69,7 @@ def test_memory_growth_changes_nothing_without_gpus():
 
 def test_virtual_cpus_in_a_fresh_process_are_idempotent():
     out = child("""
-        from course_lib import devices
+        from course_lib import devices, processes
         first = devices.virtual_cpus(3)
         again = devices.virtual_cpus(3)
         try:
@@ -92,7 +92,7 @@ def test_virtual_cpus_in_a_fresh_process_are_idempotent():
 def test_virtual_cpus_after_tensorflow_already_started():
     out = child("""
         import tensorflow as tf
-        from course_lib import devices
+        from course_lib import devices, processes
         tf.constant(1.0) + 1.0  # the runtime starts here, with one CPU
         try:
             devices.virtual_cpus(4)
@@ -132,11 +132,6 @@ def test_cuda_visible_devices_in_a_child_process():
     assert not any("GPU" in name for name in seen)
 
 
-def test_run_python_reports_failures():
-    with pytest.raises(RuntimeError, match=r"exited with code 1[\s\S]*ZeroDivisionError"):
-        devices.run_python("1 / 0")
-
-
 def test_copy_variants_compute_the_same_thing():
     variants = devices.copy_variants(steps=3, devices=("/CPU:0", "/CPU:0"))
     assert list(variants) == ["stay on one device", "hop between devices", "round trip through NumPy"]
@@ -158,7 +153,7 @@ def test_copy_devices_are_existing_devices():
 
 def test_two_logical_cpus_share_the_buffer_and_numpy_copies():
     out = child("""
-        from course_lib import devices
+        from course_lib import devices, processes
         devices.virtual_cpus(2)
         import numpy as np, tensorflow as tf
         x = tf.ones([1000])

@@ -11,7 +11,6 @@ populations; XLA on 2 devices and across workers, graph mode on 4
 (XLA compiles once per device: four compilations would double this file's time).
 """
 
-import json
 import textwrap
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from course_lib import devices, distribute, evo, plotting
+from course_lib import devices, distribute, evo, plotting, processes
 from course_lib.evo import benchmarks, distributed
 from course_lib.evo.benchmarks import onemax_model
 
@@ -127,13 +126,12 @@ def one_replica_report(model, strategy, how, with_target: bool) -> dict:
 
 def _in_fresh_process(call: str) -> dict:
     source = f"""
-        import json, sys
+        import sys
         sys.path.insert(0, {TESTS!r})
         import test_evo_distributed as t
-        print("REPORT " + json.dumps({call}))
+        result = {call}
     """
-    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200)
-    return json.loads([s for s in proc.stdout.splitlines() if s.startswith("REPORT ")][-1][len("REPORT "):])
+    return processes.run(source=textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200).result
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ count, and the textbook GA (order crossover with a probability, inversion, tourn
 reaching the optimum tour of a circle under XLA.
 """
 
-import json
 import math
 import textwrap
 from pathlib import Path
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from course_lib import devices, evo
+from course_lib import devices, evo, processes
 from course_lib.evo import fusion, rng
 
 LENGTH = 16
@@ -233,13 +232,12 @@ def distributed_report() -> dict:
 
 def test_distributed_runs_rank_nan_last_and_keep_their_elite():
     source = f"""
-        import json, sys
+        import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
         import test_evo_strict_engine as t
-        print("REPORT " + json.dumps(t.distributed_report()))
+        result = t.distributed_report()
     """
-    proc = devices.run_python(textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200)
-    report = json.loads([s for s in proc.stdout.splitlines() if s.startswith("REPORT ")][-1][len("REPORT "):])
+    report = processes.run(source=textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200).result
     for how, run in report.items():
         assert run["best_fitness"] == LENGTH - 1, how
         assert not (run["best"][0] == 1 and run["best"][1] == 1), how
