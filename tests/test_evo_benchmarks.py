@@ -20,3 +20,20 @@ def test_numpy_rastrigin_improves_within_bounds():
     assert np.abs(final).max() <= 5.12
     np.testing.assert_allclose(fit, evo.fitness.Rastrigin()(final).numpy(), rtol=1e-4)
     assert fit.mean() < evo.fitness.Rastrigin()(pop).numpy().mean()
+
+
+def test_single_call_reference_equals_evolve_bit_for_bit():
+    pop = evo.population.random_integers((64, 40), 0, 2, seed=1)
+    model = benchmarks.onemax_model(40, "xla")
+    reference = benchmarks.single_call(benchmarks.onemax_model(40, "xla"), pop, 7)()
+    np.testing.assert_array_equal(reference, model.evolve(pop, generations=7).population)
+    floats = evo.population.uniform((32, 5), -5.12, 5.12, seed=1)
+    reference = benchmarks.single_call(benchmarks.rastrigin_model(5, "xla"), floats, 6)()
+    np.testing.assert_array_equal(reference, benchmarks.rastrigin_model(5, "xla").evolve(floats, 6).population)
+
+
+def test_interleaved_times_every_variant_in_turns():
+    calls = []
+    cmp = benchmarks.interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, baseline="a",
+                                 repeats=3)
+    assert calls == ["a", "b"] * 4 and cmp.names == ["a", "b"] and all(len(t.times_s) == 3 for t in cmp.timings)

@@ -24,11 +24,16 @@ import tensorflow as tf
 
 from course_lib import bench
 from course_lib.evo import callbacks as cb_lib
+from course_lib.evo import packed as packed_genes
 from course_lib.evo.executors import STATS, OneDevice, no_limits
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
 BYTES_PER_GENE_IN_FLIGHT = 32
 AUTO_PROBE_GENERATIONS = 3
+# chunk=None (see default_chunk): generations per compiled call while a callback without `every` watches
+# the run, and otherwise; the latter is also the history buffer's size, fixed so no generation count retraces
+WATCHED_CHUNK = 64
+WHOLE_RUN_CHUNK = 1024
 
 
 @dataclass
@@ -116,7 +121,7 @@ def packing(model, genes: tf.Tensor) -> bool:
                          + ", ".join(n.op.name for n in model.nodes if not n.op.packable))
     if not model.packable():
         return False
-    binary = bool(tf.reduce_all(tf.equal(genes & tf.cast(-2, genes.dtype), 0)))
+    binary = bool(packed_genes.all_binary(genes))
     if model.pack is True and not binary:
         raise ValueError("pack=True, but the population has genes other than 0 and 1")
     return binary
@@ -171,11 +176,11 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
             resume_from) -> Prepared:
     """Validate everything and decide packing, batch and mode, before anything compiles."""
     generations = whole("generations", generations, 0)
-    chunk = whole("chunk", chunk, 1)
     callbacks = list(callbacks)
     for c in callbacks:
         if not isinstance(c, cb_lib.Callback):
             raise TypeError(f"callbacks must be evo.callbacks.Callback instances, got {type(c).__name__}")
+    chunk = default_chunk(callbacks) if chunk is None else whole("chunk", chunk, 1)
     checkpoint = None
     if resume_from is not None:
         if population_ is not None:
@@ -201,6 +206,17 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
     else:
         mode = choose_mode(model, executor, genes, packed, batch, chunk)
     return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint)
+
+
+def default_chunk(callbacks) -> int:
+    """Generations per compiled call when ``chunk=None``: the whole run (up to ``WHOLE_RUN_CHUNK``) unless
+    a callback without ``every`` (a progress bar, your own) wants to see it between chunks.
+
+    Why: each chunk is a host round trip that also copies history back; a run nobody watches needs one.
+    EarlyStopping is compiled into the loop and callbacks with ``every`` end chunks where they ask.
+    """
+    watched = [c for c in callbacks if not c.every and not isinstance(c, cb_lib.EarlyStopping)]
+    return WATCHED_CHUNK if watched else WHOLE_RUN_CHUNK
 
 
 def checkpoint_mode(model, executor, checkpoint: dict, n: int) -> str:
@@ -250,7 +266,7 @@ class Run:
 
 
 def evolve(model, executor, population_=None, generations: int = 100, *, callbacks=(), batch_size=None,
-           memory_budget=None, chunk: int = 64, resume_from=None) -> Result:
+           memory_budget=None, chunk: int | None = None, resume_from=None) -> Result:
     """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
     setup = prepare(model, executor, population_, generations, callbacks=callbacks, batch_size=batch_size,
                     memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)

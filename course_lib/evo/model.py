@@ -146,11 +146,13 @@ class Model:
 
     # -- evolve --------------------------------------------------------------------------
     def evolve(self, population=None, generations: int = 100, *, callbacks=(), batch_size: int | None = None,
-               memory_budget: int | None = None, chunk: int = 64, resume_from=None, strategy=None,
+               memory_budget: int | None = None, chunk: int | None = None, resume_from=None, strategy=None,
                distribution: str = "global", migration_interval: int = 10, migrants: int = 1) -> Result:
         """Evolve ``population`` (N, *genome) until generation ``generations``.
 
-        ``chunk`` generations run per compiled call; callbacks run between calls.
+        ``chunk`` generations run per compiled call; callbacks run between calls. By default
+        (None) a run nobody watches is one call (up to 1024 generations), and one watched by a
+        callback without ``every`` (a progress bar) runs 64 per call.
         ``batch_size`` (rows) or ``memory_budget`` (bytes) evaluate ops and fitness in
         row batches; the result equals the unbatched one. ``resume_from`` continues a
         checkpoint: ``generations`` is then still the total counted from the original start

@@ -52,6 +52,12 @@ def unpack(words: tf.Tensor, shape: tuple[int, ...], dtype: tf.DType) -> tf.Tens
     return tf.reshape(tf.cast(words_to_bits(words, math.prod(shape)), dtype), (-1, *shape))
 
 
+@tf.function(jit_compile=True, autograph=False)
+def all_binary(genes: tf.Tensor) -> tf.Tensor:
+    """Whether every (integer) gene is 0 or 1: one fused pass, where eager ops would make three."""
+    return tf.reduce_all(tf.equal(genes & tf.cast(-2, genes.dtype), 0))
+
+
 def popcount(words: tf.Tensor) -> tf.Tensor:
     """Set bits per row, int32 (N,)."""
     return tf.reduce_sum(tf.cast(tf.raw_ops.PopulationCount(x=words), tf.int32), axis=-1)
