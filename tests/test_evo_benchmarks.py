@@ -37,3 +37,20 @@ def test_interleaved_times_every_variant_in_turns():
     cmp = benchmarks.interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, baseline="a",
                                  repeats=3)
     assert calls == ["a", "b"] * 4 and cmp.names == ["a", "b"] and all(len(t.times_s) == 3 for t in cmp.timings)
+
+
+def test_generation_breakdown_counts_the_words_one_generation_draws():
+    from course_lib.evo.ops.mutation import GeneMask
+
+    n, length = 64, 256
+    b = benchmarks.generation_breakdown(benchmarks.onemax_model(length, "xla"),
+                                        evo.population.random_integers((n, length), 0, 2, seed=0), generations=2,
+                                        repeats=1)
+    k = len(GeneMask(1 / length, length).thresholds)
+    # per row: mutation count + k positions, mate offset, 8 crossover words, 2 entrants; + the generation key
+    assert b["evaluations"] == n * (1 + k + 1 + length // 32 + 2) + 1
+    assert b["packed"] and b["population_bytes"] == n * length // 8
+    names = [row["part"] for row in benchmarks.breakdown_table(b)]
+    assert names[:2] == ["whole generation", "random words alone"] and "fitness" in names
+    assert all(s > 0 for s in b["seconds"].values())
+    assert "Threefry evaluations" in str(benchmarks.breakdown_sentences(b))

@@ -7,6 +7,7 @@ over the population (no Python loop per individual): the bar the engine is judge
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import time
 from typing import Callable
@@ -16,7 +17,7 @@ import tensorflow as tf
 
 from course_lib import bench, devices, distribute, evo, processes
 from course_lib.evo import applications as app
-from course_lib.evo import distributed, executors, fusion
+from course_lib.evo import distributed, engine, executors, fusion, rng
 from course_lib.evo import packed as packing
 
 # -- NumPy references ------------------------------------------------------------------------
@@ -182,7 +183,9 @@ _GENERATIONS = dict(type=int, default=None, help="generations per timed call")
                options={"--generations": _GENERATIONS,
                         "--replicas": dict(type=int, nargs="+", default=None, metavar="N",
                                            help="throughput per replica count instead (as course bench ga-replicas; "
-                                                "its report goes to build/bench/ga_replicas.json unless --out)")})
+                                                "its report goes to build/bench/ga_replicas.json unless --out)"),
+                        "--breakdown": dict(action="store_true",
+                                            help="also time the parts of one generation (generation_breakdown)")})
 def bench_ga(args):
     """OneMax and Rastrigin throughput (gene-generations/s) in every mode against NumPy, in one run.
 
@@ -229,7 +232,129 @@ def bench_ga(args):
         comparisons.append(cmp)
         results.append({"problem": name, "gene_generations_per_s": rates,
                         "vs_numpy": {v: cmp.speedup(v) for v in rates}, "evolve_over_one_call": overhead})
+        if args.breakdown:
+            parts = generation_breakdown(make_model(length, "xla"), population, repeats=args.repeats)
+            print(f"{'part of one generation':40}{'µs':>10}{'share':>8}")
+            for row in breakdown_table(parts):
+                print(f"{row['part']:40}{row['µs per generation']:>10}{row['share of a generation']:>8}")
+            print(breakdown_sentences(parts), end="\n\n")
+            comparisons.append(parts["comparison"])
+            results[-1]["breakdown"] = {k: v for k, v in parts.items() if k != "comparison"}
     return bench.Report(comparisons, {"results": results})
+
+
+# -- where the time of one generation goes ----------------------------------------------------------
+
+
+def _cache_bytes() -> dict[str, int]:
+    """Data cache sizes of CPU 0 by level (Linux sysfs; empty elsewhere)."""
+    out = {}
+    for index in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        try:
+            with open(f"{index}/type") as t, open(f"{index}/level") as lv, open(f"{index}/size") as sz:
+                kind, level, size = t.read().strip(), lv.read().strip(), sz.read().strip()
+        except OSError:
+            continue
+        if kind != "Instruction" and size.endswith("K"):
+            out[f"L{level}"] = int(size[:-1]) * 1024
+    return out
+
+
+def generation_breakdown(model, population, generations: int = 20, repeats: int = 5) -> dict:
+    """Time each part of one generation of ``model`` (XLA, one device) on its own, in turns.
+
+    Each part runs ``generations`` times in one compiled ``tf.while_loop``, its result pinned
+    (``fusion.materialize``) as in ``evolve``, so a part costs what it costs inside a generation:
+    every op of the model applied to the population, the fitness, selection (tournament indices
+    and the gather of the winners), and the random words alone (as many Threefry evaluations as
+    one generation makes, counted while tracing it). Returns per-generation seconds with the
+    counts the limits need (evaluations per generation, population bytes, cache sizes).
+    """
+    genes = engine.population(model, population)
+    packed = engine.packing(model, genes)
+    n = genes.shape[0]
+    gen = executors.Generation(model, packed, n, None)
+    state = gen.start(gen.stored(genes))
+    with rng.counting() as evaluations:
+        tf.function(lambda s: gen.step(s, tf.constant(1)), autograph=False).get_concrete_function(state)
+    per_row = -(-evaluations[0] // n)
+    spec = model.input.spec
+
+    def op_part(node):
+        def part(pop, fit, key, i):
+            inputs = [pop] * len(node.inputs)
+            if packed:
+                return node.op.apply_packed(inputs, key, rng.Rows.all(n), spec), fit
+            return node.op.apply(inputs, key, rng.Rows.all(n)), fit
+        return part
+
+    def fitness(pop, fit, key, i):
+        return pop, gen.evaluate(pop)
+
+    def selection(pop, fit, key, i):
+        idx = gen.select(fit, key)
+        return tf.gather(pop, idx), tf.gather(fit, idx)
+
+    def words(pop, fit, key, i):
+        drawn = rng.bits(key, rng.Rows.all(n), (per_row,))
+        return pop, fit + tf.cast(drawn[:, 0] & 1, tf.float32)
+
+    def whole(pop, fit, key, i):
+        s = gen.step(executors.State(pop, fit, pop[0], fit[0], tf.constant(0)), i)[0]
+        return s.population, s.fitness
+
+    parts = {"whole generation": whole, "random words alone": words}
+    parts.update({f"{node.op.name} ({type(node.op).__name__})": op_part(node) for node in model.nodes})
+    parts.update({"fitness": fitness, "selection (tournament + gather)": selection})
+    count = tf.constant(generations)
+
+    def looped(part):
+        @fusion.xla_function
+        def run(pop, fit, count):
+            def body(i, pop, fit):
+                key = rng.fold_in(gen.root, i)
+                pop, fit = part(pop, fit, key, i + 1)
+                return i + 1, fusion.materialize(pop, key), fusion.materialize(fit, key)
+            return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]  # both: an unused one would be optimised away
+        return lambda: run(state.population, state.fitness, count)
+
+    cmp = interleaved({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
+                      repeats=repeats, title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
+    seconds = {t.name: t.median_s / generations for t in cmp.timings}
+    stored = int(np.prod(state.population.shape)) * state.population.dtype.size
+    return {"comparison": cmp, "seconds": seconds, "evaluations": evaluations[0], "individuals": n,
+            "genes": spec.size, "population_bytes": stored, "cache_bytes": _cache_bytes(), "packed": packed}
+
+
+def breakdown_table(breakdown: dict) -> list[dict]:
+    """``generation_breakdown`` as rows: microseconds per generation and share of the whole generation."""
+    whole = breakdown["seconds"]["whole generation"]
+    return [{"part": name, "µs per generation": round(s * 1e6, 1), "share of a generation": f"{s / whole:.0%}"}
+            for name, s in breakdown["seconds"].items()]
+
+
+def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
+    """What the breakdown says against the limits: random words, the Threefry rate, cache."""
+    sec, n, genes = breakdown["seconds"], breakdown["individuals"], breakdown["genes"]
+    whole, drawn, evals = sec["whole generation"], sec["random words alone"], breakdown["evaluations"]
+    rate = evals / drawn
+    parts = {k: v for k, v in sec.items() if k not in ("whole generation", "random words alone")}
+    biggest = max(parts, key=parts.get)
+    out = [f"One generation takes {whole * 1e6:,.0f} µs: {n * genes / whole:.3g} gene-generations/s.",
+           f"It makes {evals:,} Threefry evaluations ({evals / n:.1f} per individual); drawn alone they take "
+           f"{drawn * 1e6:,.0f} µs ({drawn / whole:.0%} of the generation), {rate:.3g} evaluations/s on this "
+           f"machine, so a design drawing this many words cannot pass {n * genes * rate / evals:.3g} "
+           "gene-generations/s.",
+           f"The most expensive part measured apart is {biggest}: {parts[biggest] * 1e6:,.0f} µs "
+           f"({parts[biggest] / whole:.0%}; the parts measured apart include their own random words)."]
+    caches = breakdown["cache_bytes"]
+    size = breakdown["population_bytes"]
+    fits = [level for level, b in sorted(caches.items()) if size <= b]
+    where = f"fits in {fits[0]} ({caches[fits[0]] // 1024:,} KiB)" if fits else "is larger than every cache"
+    out.append(f"The stored population is {size / 1024:,.0f} KiB and {where}: each generation moves it a few "
+               "times (mutation, crossover's mate rows, selection's gather), so memory traffic is not what "
+               "limits it while it stays in cache.")
+    return bench.Verdicts(out)
 
 
 # -- runs the lecture, the tests and the benchmark share -----------------------------------------

@@ -14,6 +14,8 @@ e.g. (seed, generation), then (generation key, node), then (node key, draw).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +38,26 @@ def _rotl(x: tf.Tensor, r: int) -> tf.Tensor:
     return tf.bitwise.left_shift(x, _u32(r)) | tf.bitwise.right_shift(x, _u32(32 - r))
 
 
+_EVALUATIONS = contextvars.ContextVar("evo_threefry_evaluations", default=None)
+
+
+@contextlib.contextmanager
+def counting():
+    """Count the Threefry evaluations of the code traced or run inside: ``with counting() as n: ...``,
+    then ``n[0]`` (what one generation draws, for ``benchmarks.generation_breakdown``)."""
+    count = [0]
+    token = _EVALUATIONS.set(count)
+    try:
+        yield count
+    finally:
+        _EVALUATIONS.reset(token)
+
+
 def threefry2x32(key: tf.Tensor, x0: tf.Tensor, x1: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Threefry-2x32 with 20 rounds (Salmon et al. 2011) on broadcastable uint32 counters."""
+    count = _EVALUATIONS.get()
+    if count is not None:
+        count[0] += tf.broadcast_static_shape(x0.shape, x1.shape).num_elements()
     k0, k1 = key[0], key[1]
     ks = (k0, k1, k0 ^ k1 ^ _u32(_PARITY))
     x0, x1 = x0 + k0, x1 + k1

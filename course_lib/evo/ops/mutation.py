@@ -14,6 +14,7 @@ import math
 import tensorflow as tf
 
 from course_lib.evo import packed, rng
+from course_lib.evo.fusion import materialize
 from course_lib.evo.graph import GenomeSpec, check_fits
 from course_lib.evo.ops.base import Op, check_rate
 from course_lib.evo.rng import Rows
@@ -92,14 +93,13 @@ class GeneMask:
         if not self.sparse:
             return packed.bits_to_words(self.genes(key, rows))
         pos, used = self._positions(key, rows)
-        word_of = tf.bitwise.right_shift(pos, 5)
+        # pinned, so that XLA does not redo Floyd's steps for every word of the mask
+        word_of = materialize(tf.bitwise.right_shift(pos, 5), key)
         bit = tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(pos & 31, tf.uint32))
-        bit = tf.where(used, bit, tf.zeros([], tf.uint32))
-        column = tf.range(packed.n_words(self.size))[None, :]
-        mask = tf.zeros((rows.size, packed.n_words(self.size)), tf.uint32)
-        for j in range(len(self.thresholds)):  # K is small (sparse); XLA fuses the unrolled ors
-            mask = mask | tf.where(column == word_of[:, j:j + 1], bit[:, j:j + 1], tf.zeros([], tf.uint32))
-        return mask
+        bit = materialize(tf.where(used, bit, tf.zeros([], tf.uint32)), key)
+        column = tf.range(packed.n_words(self.size))[None, None, :]
+        # the picks are distinct bits, so their sum is their or: one (B, K, W) reduction
+        return tf.reduce_sum(tf.where(column == word_of[:, :, None], bit[:, :, None], tf.zeros([], tf.uint32)), 1)
 
 
 def _picked(rate: float, spec: GenomeSpec, key: tf.Tensor, rows: Rows) -> tf.Tensor:
