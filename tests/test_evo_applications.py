@@ -76,6 +76,52 @@ def test_the_tsp_ga_finds_the_optimal_circle_tour():
     assert app.tour_length(result.best, app.distance_matrix(xy)) == pytest.approx(result.best_fitness, rel=1e-5)
 
 
+
+def test_a_loadable_tsp_model_solves_another_city_set_without_compiling_again():
+    sets = [app.cities(kind, 16, seed=1) for kind in ("random", "circle", "grid")]
+    start = app.tour_population(32, 16, seed=0)
+    model = app.tsp_model(sets[0], seed=0, loadable=True)
+    counts = []
+    for xy in sets:
+        model.fitness.load(xy)
+        result = model.evolve(start, generations=15)
+        counts.append(model.trace_count)
+        alone = app.tsp_model(xy, seed=0).evolve(start, generations=15)
+        np.testing.assert_array_equal(result.best, alone.best)
+        np.testing.assert_array_equal(result.history["best"], alone.history["best"])
+    assert counts[0] > 0 and counts == [counts[0]] * 3  # one compile for three city sets
+    with pytest.raises(ValueError, match="compiled for instances of size 16, got one of size 25"):
+        model.fitness.load(app.cities("random", 25))
+    with pytest.raises(ValueError, match="loadable=True cannot be combined with local_search"):
+        app.tsp_model(sets[0], loadable=True, local_search=app.memetic_ops())
+
+
+def test_a_loadable_knapsack_model_equals_one_built_for_the_instance():
+    instances = [app.knapsack_instance(12, seed=3), app.knapsack_instance(12, seed=3, correlated=True)]
+    genes = np.random.default_rng(0).integers(0, 2, (32, 12)).astype("int32")
+    model = app.knapsack_model(instances[0], mode="graph", seed=0, loadable=True)
+    for inst in instances:
+        model.fitness.load(**inst)
+        result = model.evolve(genes, generations=20)
+        alone = app.knapsack_model(inst, mode="graph", seed=0).evolve(genes, generations=20)
+        np.testing.assert_array_equal(result.best, alone.best)
+        assert result.best_fitness == alone.best_fitness
+
+
+def test_the_widget_builders_reuse_a_compiled_model_only_for_the_same_model_and_cities():
+    same = app.tsp_model(app.cities("random", 10, seed=0), seed=0)
+    other_cities = app.tsp_model(app.cities("random", 10, seed=1), seed=0)
+    builders, found = app.tsp_variants(2, seed=0, ga_population=16, compiled=[other_cities, same, None])
+    builders["GA"](cities=10)()
+    assert same.trace_count > 0 and other_cities.trace_count == 0
+    assert found["GA"] == same.evolve(app.tour_population(16, 10, seed=0), generations=2,
+                                      chunk=app.GA_CHUNK).best_fitness
+    graph = app.tsp_model(app.cities("random", 10, seed=0), seed=0, mode="graph")
+    builders, _ = app.tsp_variants(2, seed=0, ga_population=16, compiled=[graph])
+    builders["GA"](cities=10)()
+    assert graph.trace_count == 0
+
+
 def brute_force_or_opt_best(t, d):
     """The best or-opt change over every segment (1-3 cities), place and orientation, by re-measuring."""
     n, best = len(t), 0.0

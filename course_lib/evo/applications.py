@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo.ops.base import check_rate
@@ -237,13 +238,58 @@ def local_search(tour, distances, nearest: np.ndarray | None = None) -> np.ndarr
         t = better
 
 
+class _Loadable:
+    """A fitness whose instance data are variables, which the compiled program reads instead of having
+    them baked in as constants: ``load`` switches a compiled model to another instance of the same
+    size, and the next ``evolve`` runs it without compiling again."""
+
+    def _hold(self, *names: str) -> None:
+        self._held = names
+        for name in names:
+            setattr(self, name, tf.Variable(tf.cast(getattr(self, name), tf.float32), trainable=False))
+
+    def _take(self, other) -> None:
+        if other.n != self.n:
+            raise ValueError(f"this model was compiled for instances of size {self.n}, got one of size {other.n}: "
+                             "build and compile another model for it")
+        for name in self._held:
+            getattr(self, name).assign(tf.cast(getattr(other, name), tf.float32))
+
+
+class LoadableTSP(_Loadable, evo.fitness.TSP):
+    """``evo.fitness.TSP`` whose distances are a variable: ``load(coordinates)`` puts another city set
+    of as many cities in their place (``tsp_model(..., loadable=True)``)."""
+
+    def __init__(self, coordinates):
+        super().__init__(coordinates=coordinates)
+        self._hold("distances")
+
+    def load(self, coordinates) -> None:
+        self._take(evo.fitness.TSP(coordinates=coordinates))
+
+
+class LoadableKnapsack(_Loadable, evo.fitness.Knapsack):
+    """``evo.fitness.Knapsack`` whose weights, values, capacity and penalty are variables: ``load``
+    puts another instance of as many items in their place (``knapsack_model(..., loadable=True)``)."""
+
+    def __init__(self, weights, values, capacity):
+        super().__init__(weights=weights, values=values, capacity=capacity)
+        self._hold("weights", "values", "capacity", "penalty")
+
+    def load(self, weights, values, capacity) -> None:
+        self._take(evo.fitness.Knapsack(weights=weights, values=values, capacity=capacity))
+
+    def config(self):
+        return {"items": self.n}
+
+
 CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover"}
 MUTATIONS = {"inversion": "InversionMutation", "double bridge": "DoubleBridge"}
 
 
 def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: float = 0.5,
               selection=None, local_search=(), crossover_probability: float = 1.0, crossover: str = "order",
-              mutation: str = "inversion") -> evo.Model:
+              mutation: str = "inversion", loadable: bool = False) -> evo.Model:
     """A GA on tours: order crossover (OX), then inversion (reverse a segment: a random 2-opt
     move) of a share ``mutation_rate`` of the children, tour length to minimise, elitist
     selection by default. Children left unmutated pass on their parents' good stretches intact;
@@ -252,7 +298,9 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     ``crossover``: "order" (``evo.ops.OrderCrossover``) or "subtour" (``evo.ops.SubtourCrossover``,
     which keeps edges); ``mutation``: "inversion" or "double bridge" (``evo.ops.DoubleBridge``).
     ``local_search``: ops (e.g. ``memetic_ops()``: ``evo.ops.TwoOpt``, ``evo.ops.OrOpt``) that
-    improve every child after mutation, inside the same compiled generation: a memetic GA."""
+    improve every child after mutation, inside the same compiled generation: a memetic GA.
+    ``loadable``: the fitness is a ``LoadableTSP``, so ``model.fitness.load(other_coordinates)`` reuses
+    the compiled model for another city set of as many cities."""
     for name, value, known in (("crossover", crossover, CROSSOVERS), ("mutation", mutation, MUTATIONS)):
         if value not in known:
             raise ValueError(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, known))}")
@@ -262,11 +310,14 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     x = (make_crossover() if crossover_probability == 1.0 else make_crossover(probability=crossover_probability))(inputs)
     x = getattr(evo.ops, MUTATIONS[mutation])(rate=mutation_rate)(x)
     local_search = (local_search,) if isinstance(local_search, evo.ops.Op) else tuple(local_search)
+    if loadable and local_search:
+        raise ValueError("loadable=True cannot be combined with local_search: the local-search ops copy the "
+                         "distances when the model is compiled, so a loaded city set would not reach them")
     for op in local_search:
         x = op(x)
     model = evo.Model(inputs, x, name="memetic_tsp" if local_search else "tsp")
-    model.compile(fitness=evo.fitness.TSP(coordinates=xy), selection=selection or evo.selection.Elitist(),
-                  mode=mode, seed=seed)
+    fitness = LoadableTSP(xy) if loadable else evo.fitness.TSP(coordinates=xy)
+    model.compile(fitness=fitness, selection=selection or evo.selection.Elitist(), mode=mode, seed=seed)
     return model
 
 
@@ -349,7 +400,8 @@ def _clock(name: str):
 class Trace:
     """The best tour length a method had found against time: ``seconds`` since it started
     (building and compiling included) on ``clock`` ("wall" or "cpu"), ``lengths`` the best so far
-    at each point; ``cpu_s`` the processor time it used in all."""
+    at each point; ``cpu_s`` the processor time it used in all; ``model`` a GA's compiled model (None
+    for the local search), which ``tsp_variants`` can reuse."""
 
     method: str
     seconds: list
@@ -358,6 +410,7 @@ class Trace:
     work: str
     cpu_s: float
     clock: str = "wall"
+    model: evo.Model | None = None
 
     def length_at(self, seconds: float) -> float:
         """The best length found by ``seconds`` (inf before the first)."""
@@ -436,7 +489,7 @@ def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 
     result = model.evolve(population, generations=10**7, chunk=chunk, callbacks=[timer])
     return Trace(method, timer.seconds, timer.lengths, result.best,
                  f"{result.generations} generations of {np.asarray(population).shape[0]}",
-                 time.process_time() - cpu0, clock)
+                 time.process_time() - cpu0, clock, model)
 
 
 def memetic_ops(or_opt: bool = False, **two_opt) -> tuple:
@@ -449,8 +502,14 @@ def memetic_ops(or_opt: bool = False, **two_opt) -> tuple:
     return ops + ((evo.ops.OrOpt(steps=4, candidates=64),) if or_opt else ())
 
 
+# generations per compiled call: the time-to-quality clock is read between calls, and a memetic
+# generation costs tens of plain ones (a tenth of a second and more on 1,000 cities)
+GA_CHUNK, MEMETIC_CHUNK = 10, 2
+
+
 def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, memetic_population: int = 32,
-                    seeded: float = 0.5, seed: int = 0, chunk: int = 10, clock: str = "wall") -> dict:
+                    seeded: float = 0.5, seed: int = 0, chunk: int = GA_CHUNK, memetic_chunk: int = MEMETIC_CHUNK,
+                    clock: str = "wall") -> dict:
     """Tour length against wall time for three methods, one after the other, each for ``budget_s``:
     multi-start nearest neighbour + 2-opt + or-opt in NumPy, the plain GA (``tsp_model``) from
     random tours, and the memetic GA (``memetic_model``) from a population whose share ``seeded``
@@ -469,8 +528,8 @@ def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, m
     traces = [multi_start(d, budget_s, seed=seed, clock=clock)]
     traces.append(ga_trace("GA", lambda: tsp_model(xy, seed=seed), tour_population(ga_population, n, seed),
                            budget_s, chunk, clock=clock))
-    traces.append(ga_trace("memetic GA", lambda: memetic_model(xy, seed=seed), memetic_start, budget_s, chunk,
-                           clock=clock))
+    traces.append(ga_trace("memetic GA", lambda: memetic_model(xy, seed=seed), memetic_start, budget_s,
+                           memetic_chunk, clock=clock))
     return {t.method: t for t in traces}
 
 
@@ -574,11 +633,17 @@ def knob_traces(coordinates, budget_s: float, settings: dict, seed: int = 0, chu
     return traces
 
 
-def tsp_variants(generations: int, seed: int = 0) -> tuple[dict, dict]:
+def tsp_variants(generations: int, seed: int = 0, *, ga_population: int = 256, memetic_population: int = 32,
+                 compiled=()) -> tuple[dict, dict]:
     """``SpeedupWidget`` builders (knob: ``cities``) for one nearest neighbour + 2-opt descent in
-    NumPy, ``generations`` of the plain GA (population 256) and of the memetic GA (population 32),
-    and a dict that each timed call fills with the best length it found."""
+    NumPy, ``generations`` of the plain GA and of the memetic GA, and a dict that each timed call
+    fills with the best length it found.
+
+    ``compiled``: models to reuse, e.g. the ``model`` of each ``time_to_quality`` trace: a builder
+    takes one whose definition (ops, fitness, selection, seed), mode and distances are those of the
+    model it would build, so that size runs the program already compiled instead of compiling another."""
     lengths, city_set = {}, cities  # the builders' knob is also called cities
+    compiled = [m for m in compiled if m is not None]
 
     def descent(cities: int):
         d = distance_matrix(city_set("random", cities, seed))
@@ -587,19 +652,26 @@ def tsp_variants(generations: int, seed: int = 0) -> tuple[dict, dict]:
             lengths["NN + 2-opt (NumPy)"] = tour_length(two_opt(nearest_neighbour_tour(d), d), d)
         return run
 
-    def ga(name, population, make_model):
+    def ga(name, population, make_model, chunk):
         def build(cities: int):
             xy = city_set("random", cities, seed)
-            model = make_model(xy, seed=seed)
+            model = make_model(xy, seed=seed)  # building is cheap; compiling happens at the first evolve
+            model = next((m for m in compiled if _same_model(m, model, population)), model)
             start = tour_population(population, cities, seed)
 
             def run():
-                lengths[name] = model.evolve(start, generations=generations).best_fitness
+                lengths[name] = model.evolve(start, generations=generations, chunk=chunk).best_fitness
             return run
         return build
 
-    return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", 256, tsp_model),
-             "memetic GA": ga("memetic GA", 32, memetic_model)}, lengths)
+    return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", ga_population, tsp_model, GA_CHUNK),
+             "memetic GA": ga("memetic GA", memetic_population, memetic_model, MEMETIC_CHUNK)}, lengths)
+
+
+def _same_model(a: evo.Model, b: evo.Model, population: int) -> bool:
+    """Whether two TSP models evolve alike: the same definition, mode and distances."""
+    return (a.signature(population) == b.signature(population) and a.mode == b.mode
+            and np.array_equal(np.asarray(a.fitness.distances), np.asarray(b.fitness.distances)))
 
 
 # -- 0/1 knapsack ----------------------------------------------------------------------------------
@@ -694,16 +766,19 @@ def knapsack_table(instance: dict, choices: dict) -> list[dict]:
     return rows
 
 
-def knapsack_model(instance: dict, *, mode: str = "xla", seed: int = 0, selection=None) -> evo.Model:
+def knapsack_model(instance: dict, *, mode: str = "xla", seed: int = 0, selection=None,
+                   loadable: bool = False) -> evo.Model:
     """A GA on 0/1 choices: bit flips (about one per genome), two-point crossover, the
-    engine's Knapsack fitness (value minus a penalty per unit of overweight)."""
+    engine's Knapsack fitness (value minus a penalty per unit of overweight). ``loadable``: the
+    fitness is a ``LoadableKnapsack``, so ``model.fitness.load(**other_instance)`` reuses the
+    compiled model for another instance of as many items."""
     n = len(instance["weights"])
     inputs = evo.Input(shape=(n,), dtype="int32")
     x = evo.ops.BitFlipMutation(rate=1 / n)(inputs)
     x = evo.ops.TwoPointCrossover()(x)
     model = evo.Model(inputs, x, name="knapsack")
-    fitness = evo.fitness.Knapsack(weights=instance["weights"], values=instance["values"],
-                                   capacity=instance["capacity"])
+    make = LoadableKnapsack if loadable else evo.fitness.Knapsack
+    fitness = make(weights=instance["weights"], values=instance["values"], capacity=instance["capacity"])
     model.compile(fitness=fitness, selection=selection or evo.selection.Elitist(), mode=mode, seed=seed)
     return model
 
