@@ -210,15 +210,17 @@ class OneDeviceProgram:
     """The compiled functions of one (model, mode, packing, population size, batch, chunk).
 
     ``start`` packs and scores, ``run`` evolves up to ``chunk`` generations in one
-    ``tf.while_loop`` with history in a preallocated tensor, ``finish`` unpacks. Counts
-    and limits are tensors, so running a different number of generations never retraces.
+    ``tf.while_loop`` with history in a preallocated tensor, and (bit-packed) unpacks the
+    result with ``finish``, so the end of a run needs no further call. Counts and limits
+    are tensors, so running a different number of generations never retraces.
     """
 
     def __init__(self, model, mode, packed, n, batch, chunk):
         self.mode, self.packed, self.chunk = mode, packed, chunk
         self.gen = Generation(model, packed, n, batch)
         wrap = COMPILERS[mode]
-        self._start, self._run, self._finish = wrap(self._start_fn), wrap(self._run_fn), wrap(self._finish_fn)
+        self._start, self._run = wrap(self._start_fn), wrap(self._run_fn)
+        self._unpacked = (None, ())  # (state, its unpacked population and best) from the last run
 
     def _start_fn(self, genes):
         self.gen.traced()
@@ -234,7 +236,8 @@ class OneDeviceProgram:
         i, state, hist = tf.while_loop(
             lambda i, s, h: (i < count) & ~self.gen.finished(s.best_fitness, s.stale, target, patience), body,
             (tf.constant(0), state, tf.zeros((self.chunk, len(STATS)))))
-        return state, i, hist, self.gen.finished(state.best_fitness, state.stale, target, patience)
+        unpacked = self._finish_fn(state.population, state.best) if self.packed else ()
+        return state, i, hist, self.gen.finished(state.best_fitness, state.stale, target, patience), unpacked
 
     def _finish_fn(self, pop, best):
         self.gen.traced()
@@ -252,7 +255,9 @@ class OneDeviceProgram:
 
     def run(self, state, generation: int, count: int, target, patience) -> tuple[State, np.ndarray, bool]:
         """Up to ``count`` generations; (state, their (best, mean, std) rows, whether a limit stopped it)."""
-        state, done, hist, stopped = self._run(state, tf.constant(generation), tf.constant(count), target, patience)
+        state, done, hist, stopped, unpacked = self._run(state, tf.constant(generation), tf.constant(count), target,
+                                                         patience)
+        self._unpacked = (state, unpacked)
         return state, hist.numpy()[:int(done)], bool(stopped)
 
     def best_fitness(self, state) -> float:
@@ -260,6 +265,11 @@ class OneDeviceProgram:
 
     def arrays(self, state) -> dict:
         """The population, its fitness and the best so far, unpacked, as NumPy."""
-        pop, best = self._finish(state.population, state.best)
+        if not self.packed:
+            pop, best = state.population, state.best
+        elif self._unpacked[0] is state:  # the last chunk unpacked it already: no further call
+            pop, best = self._unpacked[1]
+        else:  # a state no chunk ended with (a run of 0 generations): run 0 generations to unpack it
+            pop, best = self._run(state, tf.constant(0), tf.constant(0), *no_limits(self.gen.sign))[-1]
         return {"population": pop.numpy(), "fitness": state.fitness.numpy(), "best": best.numpy(),
                 "best_fitness": np.float32(state.best_fitness), "stale": np.int32(state.stale)}
