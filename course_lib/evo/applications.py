@@ -238,6 +238,8 @@ def local_search(tour, distances, nearest: np.ndarray | None = None) -> np.ndarr
         t = better
 
 
+# -- one compiled model for many instances of a size --------------------------------------------
+
 class _Loadable:
     """A fitness whose instance data are variables, which the compiled program reads instead of having
     them baked in as constants: ``load`` switches a compiled model to another instance of the same
@@ -282,6 +284,8 @@ class LoadableKnapsack(_Loadable, evo.fitness.Knapsack):
     def config(self):
         return {"items": self.n}
 
+
+# -- TSP models -----------------------------------------------------------------------------------
 
 CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover"}
 MUTATIONS = {"inversion": "InversionMutation", "double bridge": "DoubleBridge"}
