@@ -304,7 +304,9 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
         return s.population, s.fitness
 
     parts = {"whole generation": whole, "random words alone": words}
-    parts.update({f"{node.op.name} ({type(node.op).__name__})": op_part(node) for node in model.nodes})
+    kinds = [type(node.op).__name__ for node in model.nodes]
+    parts.update({kind if kinds.count(kind) == 1 else f"{kind} ({node.op.name})": op_part(node)
+                  for kind, node in zip(kinds, model.nodes)})
     parts.update({"fitness": fitness, "selection (tournament + gather)": selection})
     count = tf.constant(generations)
 
