@@ -31,7 +31,7 @@ from course_lib.evo.executors import STATS, OneDevice, no_limits
 BYTES_PER_GENE_IN_FLIGHT = 32
 AUTO_PROBE_GENERATIONS = 3
 # chunk=None (see default_chunk): generations per compiled call while a callback without `every` watches
-# the run, and otherwise; the latter is also the history buffer's size, fixed so no generation count retraces
+# the run, and otherwise; the latter is also the compiled loop's history capacity (see capacity)
 WATCHED_CHUNK = 64
 WHOLE_RUN_CHUNK = 1024
 
@@ -134,7 +134,7 @@ def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: i
         rows = genes[:executor.rows(genes.shape[0])]
         target, patience = no_limits(1.0 if model.fitness.maximize else -1.0)
         for mode in ("eager", "graph", "xla"):
-            prog = OneDevice().program(model, mode, packed, rows.shape[0], batch, chunk)
+            prog = OneDevice().program(model, mode, packed, rows.shape[0], batch, capacity(chunk))
             state = prog.start(rows)
             t = bench.measure(lambda: prog.run(state, 0, probe, target, patience), name=mode, repeats=3, warmup=1,
                               number=1)
@@ -208,6 +208,12 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
     return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint)
 
 
+def capacity(chunk: int) -> int:
+    """Generations one compiled call can record: at least ``WHOLE_RUN_CHUNK``, so that every chunk size up to
+    it (and every run length) shares one program; the chunk itself is a tensor passed to each call."""
+    return max(chunk, WHOLE_RUN_CHUNK)
+
+
 def default_chunk(callbacks) -> int:
     """Generations per compiled call when ``chunk=None``: the whole run (up to ``WHOLE_RUN_CHUNK``) unless
     a callback without ``every`` (a progress bar, your own) wants to see it between chunks.
@@ -270,7 +276,8 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
     """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
     setup = prepare(model, executor, population_, generations, callbacks=callbacks, batch_size=batch_size,
                     memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
-    prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch, setup.chunk)
+    prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch,
+                            capacity(setup.chunk))
     generation, history = 0, {k: [] for k in STATS}
     if setup.checkpoint is not None:
         state = prog.restore(setup.genes, setup.checkpoint)
