@@ -24,7 +24,7 @@ lectures: $(STAMP) kernel
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# `make test` checks lecture 00 and one widget lecture a day in the browser; this checks every one.
+# `make test` checks lecture 00's widget in the browser; this checks every widget lecture.
 test-browser: $(STAMP)
 	COURSE_BROWSER_LECTURES=all $(BIN)/python -m pytest tests/test_browser.py
 

@@ -75,7 +75,7 @@ def lectures(folder: Path = NOTEBOOKS, only: Sequence[str] | None = None) -> lis
 # must print the same at this setting as at the defaults (the tests compare them), so a knob
 # that changes a seeded result, such as a GA's generations, stays at its default.
 _FASTEST_EXTRA = {
-    "06": {"TRAIN_STEPS": "30"},
+    "06": {"TRAIN_STEPS": "30", "AUTO_JIT": "False"},  # auto-clustering: tests/test_models_gan.py runs it
     "07": {"AUTO_JIT_ROUNDS": "1"},
     "08": {"THREAD_REPEATS": "1"},
     "13": {"BENCH_GENERATIONS": "10"},

@@ -10,13 +10,12 @@ checks that no TensorFlow log line reaches a cell's output in Lab. It skips only
 absent and cannot be installed.
 
 Which lectures: every lecture whose committed run displayed a speedup widget qualifies, but running
-them all in a browser takes longer than `make test` can afford on two cores. So each run checks
-lecture 00 in full (controls, sizes, variants) and **one other widget lecture, rotating by the day**
-(the day's ordinal modulo their number), so that over consecutive days every one is covered;
-COURSE_BROWSER_LECTURES=all (or a comma-separated list of numbers, e.g. 04,12) checks those instead.
-Lectures run at their fastest setting (``lectures.fastest``, injected after the parameters cell as papermill
-would), and the rotating check presses Run with the first variant only, which is the cheapest run
-that still redraws both chart and table.
+them all in a browser takes longer than `make test` can afford on two cores. So `make test` checks
+lecture 00 in full (controls, sizes, variants), and `make test-browser` sets
+COURSE_BROWSER_LECTURES=all to check every other widget lecture too (a comma-separated list of numbers,
+e.g. 04,12, checks those). They run at their fastest setting (``lectures.fastest``, injected after the
+parameters cell as papermill would), and their check presses Run with the first variant only, which is
+the cheapest run that still redraws both chart and table.
 
 Notebooks run from copies with their outputs stripped, so everything checked was produced live
 and Lab's autosave never touches the committed notebooks.
@@ -24,7 +23,6 @@ and Lab's autosave never touches the committed notebooks.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import secrets
@@ -67,18 +65,16 @@ def widget_lectures() -> list[Path]:
     return found
 
 
-def rotation(found: list[Path], spec: str, today: datetime.date) -> list[Path]:
+def chosen(found: list[Path], spec: str) -> list[Path]:
     """The widget lectures this run checks besides lecture 00 (see the module's docstring)."""
     others = [p for p in found if p.name != LECTURE]
     if spec == "all":
         return others
-    if spec:
-        wanted = {n.strip().zfill(2) for n in spec.split(",")}
-        return [p for p in others if p.name[:2] in wanted]
-    return [others[today.toordinal() % len(others)]] if others else []
+    wanted = {n.strip().zfill(2) for n in spec.split(",") if n.strip()}
+    return [p for p in others if p.name[:2] in wanted]
 
 
-ROTATING = rotation(widget_lectures(), os.environ.get("COURSE_BROWSER_LECTURES", ""), datetime.date.today())
+OTHERS = chosen(widget_lectures(), os.environ.get("COURSE_BROWSER_LECTURES", ""))
 
 # JavaScript run in the page; `window.jupyterapp` exists because the server runs with
 # --expose-app-in-browser, so the checks read Lab's notebook model rather than guess from pixels.
@@ -171,11 +167,11 @@ def stripped_copy(src: Path, dest: Path, fastest: bool) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """Lab serving stripped copies of lecture 00, solution 00 and this run's rotating lectures."""
+    """Lab serving stripped copies of lecture 00, solution 00 and the other widget lectures this run checks."""
     root = tmp_path_factory.mktemp("lab-root")
     stripped_copy(ROOT / "notebooks" / LECTURE, root / LECTURE, fastest=False)
     stripped_copy(ROOT / SOLUTION, root / SOLUTION, fastest=False)
-    for path in ROTATING:
+    for path in OTHERS:
         stripped_copy(path, root / path.name, fastest=True)
     # The kernel should see what a reader's kernel sees: conftest's headless Agg backend would
     # hide inline figures.
@@ -290,7 +286,7 @@ def test_lecture_00_widget_runs_in_lab(page, server):
 
 
 @pytest.mark.timeout(420, func_only=True)
-@pytest.mark.parametrize("lecture", ROTATING, ids=[p.stem for p in ROTATING])
+@pytest.mark.parametrize("lecture", OTHERS, ids=[p.stem for p in OTHERS])
 def test_widget_lecture_runs_all_then_run_redraws(page, server, lecture):
     """Run All, then Run again with the first variant only: chart and table change, no error in the widget."""
     open_and_run_all(page, server, lecture.name, timeout_s=300)
