@@ -99,6 +99,12 @@ def _check_repeats(repeats: int, warmup: int) -> None:
         raise ValueError(f"warmup must be a whole number >= 0, got {warmup!r}")
 
 
+def _check_callable(fn, name: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"variant {name!r} is not callable (got {type(fn).__name__}); "
+                        "pass a zero-argument function, e.g. lambda: f(x)")
+
+
 def _call(fn: Callable[[], Any], name: str) -> float:
     start = time.perf_counter()
     try:
@@ -117,9 +123,7 @@ def measure(fn: Callable[[], Any], *, name: str = "fn", repeats: int = 7, warmup
     ``number`` calls each; when ``number`` is None it is chosen so one repeat lasts at least
     ``min_repeat_s``, which keeps timer resolution out of very short calls.
     """
-    if not callable(fn):
-        raise TypeError(f"variant {name!r} is not callable (got {type(fn).__name__}); "
-                        "pass a zero-argument function, e.g. lambda: f(x)")
+    _check_callable(fn, name)
     _check_repeats(repeats, warmup)
     if number is not None and (not isinstance(number, int) or number < 1):
         raise ValueError(f"number must be a whole number >= 1 or None, got {number!r}")
@@ -263,11 +267,14 @@ class Verdicts:
 def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None = None,
             repeats: int = 7, warmup: int = 1, number: int | None = None,
             title: str = "", params: Mapping | None = None,
-            on_result: Callable[[Timing, int, int], None] | None = None) -> Comparison:
+            on_result: Callable[[Timing, int, int], None] | None = None, in_turns: bool = False) -> Comparison:
     """Measure each variant in turn in this run and compare them against ``baseline``.
 
     ``baseline`` defaults to the first variant. ``on_result(timing, done, total)`` is
     called after each variant, which is how the live widget updates as it goes.
+    ``in_turns=True``: the variants take turns within each round (one call each, after each
+    variant's first call and ``warmup`` rounds), so drift in the machine's load hits them alike:
+    what a ratio of a few percent needs on a shared machine. ``number`` must then be None or 1.
     """
     if not variants:
         raise ValueError("compare needs at least one variant, e.g. {'numpy': lambda: f(x)}")
@@ -276,6 +283,15 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
     if baseline not in variants:
         raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(names)}")
     _check_repeats(repeats, warmup)
+    if in_turns:
+        if number not in (None, 1):
+            raise ValueError(f"in_turns times one call per variant per round; got number={number!r}")
+        timings = _in_turns(variants, repeats, warmup)
+        for i, timing in enumerate(timings):
+            if on_result is not None:
+                on_result(timing, i + 1, len(names))
+        return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
+                          params=dict(params or {}))
     timings = []
     for i, name in enumerate(names):
         timings.append(measure(variants[name], name=name, repeats=repeats, warmup=warmup,
@@ -284,6 +300,21 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
             on_result(timings[-1], i + 1, len(names))
     return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
                       params=dict(params or {}))
+
+
+def _in_turns(variants: Mapping[str, Callable[[], Any]], repeats: int, warmup: int) -> list[Timing]:
+    """Each variant's first call, then ``warmup`` untimed and ``repeats`` timed rounds of one call each."""
+    for name, fn in variants.items():
+        _check_callable(fn, name)
+    first = {name: _call(fn, name) for name, fn in variants.items()}
+    for _ in range(warmup):
+        for name, fn in variants.items():
+            _call(fn, name)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            times[name].append(_call(fn, name))
+    return [Timing(name=name, first_call_s=first[name], times_s=times[name], number=1) for name in variants]
 
 
 def save_report(comparisons: Iterable[Comparison], path: str | os.PathLike, **fields: Any) -> str:

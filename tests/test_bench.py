@@ -182,3 +182,15 @@ def test_every_course_bench_command_is_made_by_the_skeleton(name):
     module, func = cli.BENCHMARKS[name].split(":")
     command = getattr(importlib.import_module(module), func)
     assert getattr(command, "bench_command", None) == name, f"{cli.BENCHMARKS[name]} is not made by bench.command"
+
+
+def test_compare_in_turns_times_every_variant_in_each_round():
+    calls = []
+    cmp = bench.compare({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, baseline="a",
+                        repeats=3, warmup=1, in_turns=True)
+    assert calls == ["a", "b"] * 5 and cmp.names == ["a", "b"]
+    assert all(len(t.times_s) == 3 and t.number == 1 for t in cmp.timings)
+    with pytest.raises(ValueError, match="in_turns times one call per variant per round; got number=5"):
+        bench.compare({"a": lambda: 1}, number=5, in_turns=True)
+    with pytest.raises(bench.BenchError, match="variant .b. raised ZeroDivisionError"):
+        bench.compare({"a": lambda: 1, "b": lambda: 1 / 0}, in_turns=True)

@@ -32,13 +32,6 @@ def test_single_call_reference_equals_evolve_bit_for_bit():
     np.testing.assert_array_equal(reference, benchmarks.rastrigin_model(5, "xla").evolve(floats, 6).population)
 
 
-def test_interleaved_times_every_variant_in_turns():
-    calls = []
-    cmp = benchmarks.interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, baseline="a",
-                                 repeats=3)
-    assert calls == ["a", "b"] * 4 and cmp.names == ["a", "b"] and all(len(t.times_s) == 3 for t in cmp.timings)
-
-
 def test_generation_breakdown_counts_the_words_one_generation_draws():
     from course_lib.evo.ops.mutation import GeneMask
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import time
 from typing import Callable
 
 import numpy as np
@@ -154,24 +153,6 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     return lambda: run(genes, count).numpy()
 
 
-def interleaved(variants: dict[str, Callable[[], object]], *, baseline: str, repeats: int, title: str = "",
-                params: dict | None = None) -> bench.Comparison:
-    """``bench.compare``, but the variants take turns in each round, so drift in the machine's load hits
-    them alike (what a ratio of a few percent needs on a shared machine)."""
-    first, times = {}, {name: [] for name in variants}
-    for name, fn in variants.items():
-        start = time.perf_counter()
-        bench.force(fn())
-        first[name] = time.perf_counter() - start
-    for _ in range(repeats):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            bench.force(fn())
-            times[name].append(time.perf_counter() - start)
-    timings = [bench.Timing(name, first[name], times[name], 1) for name in variants]
-    return bench.Comparison(timings, baseline, bench.machine(), title, dict(params or {}))
-
-
 def _replica_counts(args) -> str | None:
     return "--replicas takes whole numbers >= 1" if any(r < 1 for r in args.replicas or ()) else None
 
@@ -193,7 +174,7 @@ def bench_ga(args):
     per-call work (checking, packing and unpacking the population, copying the result
     to NumPy) counts, once per run as in real use. "xla, one call" is ``single_call``, the
     same generations as one compiled function: xla over it is what ``evolve`` costs on top.
-    The variants take turns in each round (``interleaved``).
+    The variants take turns in each round (``bench.compare(in_turns=True)``).
     """
     if args.replicas:
         if args.out == bench_ga.parser().get_default("out"):
@@ -217,9 +198,9 @@ def bench_ga(args):
             variants[mode] = lambda model=model: model.evolve(population, generations=generations).population
             if mode == "xla":
                 variants["xla, one call"] = single_call(make_model(length, mode), population, generations)
-        cmp = interleaved(variants, baseline="numpy", repeats=args.repeats,
-                          title=f"{name}: population {n} x {length}, {generations} generations per call",
-                          params={"problem": name, "population": [n, length], "generations": generations})
+        cmp = bench.compare(variants, baseline="numpy", repeats=args.repeats, warmup=0, in_turns=True,
+                            title=f"{name}: population {n} x {length}, {generations} generations per call",
+                            params={"problem": name, "population": [n, length], "generations": generations})
         work = n * length * generations
         rates = {t.name: work / t.median_s for t in cmp.timings}
         print(cmp)
@@ -282,10 +263,7 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
 
     def op_part(node):
         def part(pop, fit, key, i):
-            inputs = [pop] * len(node.inputs)
-            if packed:
-                return node.op.apply_packed(inputs, key, rng.Rows.all(n), spec), fit
-            return node.op.apply(inputs, key, rng.Rows.all(n)), fit
+            return gen.apply(node.op, [pop] * len(node.inputs), key, rng.Rows.all(n)), fit
         return part
 
     def fitness(pop, fit, key, i):
@@ -320,8 +298,9 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
             return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]  # both: an unused one would be optimised away
         return lambda: run(state.population, state.fitness, count)
 
-    cmp = interleaved({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
-                      repeats=repeats, title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
+    cmp = bench.compare({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
+                        repeats=repeats, warmup=0, in_turns=True,
+                        title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
     seconds = {t.name: t.median_s / generations for t in cmp.timings}
     stored = int(np.prod(state.population.shape)) * state.population.dtype.size
     return {"comparison": cmp, "seconds": seconds, "evaluations": evaluations[0], "individuals": n,

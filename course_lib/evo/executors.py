@@ -103,16 +103,15 @@ class Generation:
                 return fit(rows.take(pop))
         return map_rows(fn, pop.shape[0], self.batch, tf.float32, ())
 
+    def apply(self, op, inputs: list, key: tf.Tensor, rows: Rows) -> tf.Tensor:
+        """``op`` on these rows of its inputs, in the stored form (packed words or genes)."""
+        return op.apply_packed(inputs, key, rows, self.spec) if self.packed else op.apply(inputs, key, rows)
+
     def vary(self, pop: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
         values = {id(self.model.input): pop}
         for i, node in enumerate(self.model.nodes):
-            args = ([values[id(t)] for t in node.inputs], rng.fold_in(key, i + 1))
-            if self.packed:
-                def fn(rows, op=node.op, args=args):
-                    return op.apply_packed(*args, rows, self.spec)
-            else:
-                def fn(rows, op=node.op, args=args):
-                    return op.apply(*args, rows)
+            def fn(rows, op=node.op, inputs=[values[id(t)] for t in node.inputs], k=rng.fold_in(key, i + 1)):
+                return self.apply(op, inputs, k, rows)
             values[id(node.output)] = fusion.materialize(
                 map_rows(fn, self.rows, self.batch, pop.dtype, tuple(pop.shape[1:])), key)
         outs = [values[id(o)] for o in self.model.outputs]
