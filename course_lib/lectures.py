@@ -79,7 +79,7 @@ _FASTEST_EXTRA = {
     "07": {"AUTO_JIT_ROUNDS": "1"},
     "08": {"THREAD_REPEATS": "1"},
     "13": {"BENCH_GENERATIONS": "10"},
-    "14": {"TTQ_BUDGET": "[3.0, 4.0]"},
+    "14": {"TTQ_BUDGET": "[1.0, 2.0]", "KNOB_BUDGET": "0.2"},  # each GA still compiles and runs one chunk
 }
 
 

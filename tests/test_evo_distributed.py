@@ -178,22 +178,34 @@ def check_engine_facts(facts: dict) -> None:
     assert facts["chunk ends"] == [7, 14, 21, 28, 30]  # a callback's every=7 ends the chunks
 
 
-def multi_worker_engine_report(mode: str) -> dict:
-    """In each worker of ``distribute.launch``: ``engine_report`` under MultiWorkerMirroredStrategy
-    (each worker checkpoints into its own temporary folder)."""
+def multi_worker_report(checkpoint: str) -> dict:
+    """In each worker of one ``distribute.launch`` (starting two processes and their collectives costs more
+    than these runs): both distributions as ``two`` runs them, a checkpoint at generation 23 resumed into
+    ``checkpoint`` (``{worker}`` in it), and every engine feature (graph mode)."""
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first TF call of the worker
-    model = onemax_model(LENGTH, mode)
-    return {how: engine_report(model, strategy, how) for how in distributed.DISTRIBUTIONS}
+    worker = distribute.worker_context()["index"]
+    model = onemax_model(LENGTH, "graph")
+    return {"worker": worker,
+            "runs": {how: benchmarks.onemax_run(strategy, distribution=how, **RUN) for how in distributed.DISTRIBUTIONS},
+            "resumed": benchmarks.resumable_onemax(strategy, checkpoint.format(worker=worker), 23,
+                                                   distribution="islands", **RUN),
+            "engine": {how: engine_report(model, strategy, how) for how in distributed.DISTRIBUTIONS}}
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("workers")
+    out = distribute.launch("test_evo_distributed:multi_worker_report", 2, timeout=380,
+                            kwargs={"checkpoint": str(folder / "worker{worker}.npz")})
+    return {"reports": out, "folder": folder, "left behind": child_processes()}
 
 
 @pytest.mark.timeout(400)
-def test_every_engine_feature_works_under_multi_worker_mirrored_strategy():
-    workers = distribute.launch("test_evo_distributed:multi_worker_engine_report", 2, kwargs={"mode": "graph"},
-                                timeout=380)
-    assert workers[0] == workers[1]  # both workers hold the whole result
+def test_every_engine_feature_works_under_multi_worker_mirrored_strategy(workers):
+    first, second = workers["reports"]
+    assert first["engine"] == second["engine"]  # both workers hold the whole result
     for how in distributed.DISTRIBUTIONS:
-        check_engine_facts(workers[0][how])
-    assert child_processes() == []
+        check_engine_facts(first["engine"][how])
 
 
 @pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
@@ -220,27 +232,23 @@ def test_a_population_that_does_not_split_is_refused(report, request):
 # -- several processes -------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(200)
-def test_two_workers_give_the_single_process_result_and_leave_no_process(two):
+@pytest.mark.timeout(400)
+def test_two_workers_give_the_single_process_result_and_leave_no_process(two, workers):
+    assert [w["worker"] for w in workers["reports"]] == [0, 1]
+    first, second = (w["runs"] for w in workers["reports"])
+    assert first == second  # both workers hold the whole result
     for mode in distributed.DISTRIBUTIONS:
-        workers = distribute.launch("course_lib.evo.benchmarks:multi_worker_onemax", 2,
-                                    kwargs={"distribution": mode, **RUN}, timeout=150)
-        assert [w.pop("worker") for w in workers] == [0, 1]
-        assert workers[0] == workers[1]  # both workers hold the whole result
-        assert workers[0]["replicas"] == 2 and workers[0]["best_fitness"] == LENGTH
+        assert first[mode]["replicas"] == 2 and first[mode]["best_fitness"] == LENGTH
         # the same replicas and keys as MirroredStrategy over 2 virtual CPUs: the same run
-        assert workers[0] == two["runs"][mode][0]
-        assert child_processes() == []
+        assert first[mode] == two["runs"][mode][0]
+    assert workers["left behind"] == []
 
 
-@pytest.mark.timeout(200)
-def test_two_workers_resume_a_checkpoint_into_the_uninterrupted_run(two, tmp_path):
-    path = str(tmp_path / "worker{worker}.npz")  # each worker writes its own checkpoint
-    workers = distribute.launch("course_lib.evo.benchmarks:multi_worker_onemax", 2, timeout=150,
-                                kwargs={"distribution": "islands", "checkpoint": path, "resume_at": 23, **RUN})
-    assert [w.pop("worker") for w in workers] == [0, 1]
-    assert workers[0] == workers[1] == two["runs"]["islands"][0]
-    assert (tmp_path / "worker0.npz").exists() and (tmp_path / "worker1.npz").exists()
+@pytest.mark.timeout(400)
+def test_two_workers_resume_a_checkpoint_into_the_uninterrupted_run(two, workers):
+    first, second = (w["resumed"] for w in workers["reports"])
+    assert first == second == two["runs"]["islands"][0]
+    assert (workers["folder"] / "worker0.npz").exists() and (workers["folder"] / "worker1.npz").exists()
 
 
 # -- one device, in this process -----------------------------------------------------------------------

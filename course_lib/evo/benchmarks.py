@@ -366,21 +366,24 @@ def digest(array: np.ndarray) -> str:
 
 
 def multi_worker_onemax(checkpoint: str | None = None, resume_at: int | None = None, **kwargs) -> dict:
-    """Run inside ``course_lib.distribute.launch``: ``onemax_run`` under MultiWorkerMirroredStrategy
-    (one replica per worker process, collectives over gRPC on 127.0.0.1).
-
-    With ``checkpoint`` (a path with ``{worker}`` in it: each worker writes its own file) and
-    ``resume_at``: run to ``resume_at`` with a Checkpoint there, then resume from it to the end.
-    """
+    """Run inside ``course_lib.distribute.launch``: ``resumable_onemax`` under MultiWorkerMirroredStrategy
+    (one replica per worker process, collectives over gRPC on 127.0.0.1). ``checkpoint`` has ``{worker}``
+    in it: each worker writes its own file."""
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first TF call of the worker
     worker = distribute.worker_context()["index"]
+    path = None if checkpoint is None else checkpoint.format(worker=worker)
+    return {"worker": worker, **resumable_onemax(strategy, path, resume_at, **kwargs)}
+
+
+def resumable_onemax(strategy, checkpoint: str | None = None, resume_at: int | None = None, **kwargs) -> dict:
+    """``onemax_run``; with a ``checkpoint`` path and ``resume_at``: run to ``resume_at`` with a Checkpoint
+    there, then resume from it to the end (the summary of the resumed run)."""
     if checkpoint is None:
-        return {"worker": worker, **onemax_run(strategy, **kwargs)}
-    path = checkpoint.format(worker=worker)
+        return onemax_run(strategy, **kwargs)
     model = onemax_model(kwargs.get("length", 64), kwargs.get("mode", "xla"), seed=kwargs.get("seed", 0))
     onemax_run(strategy, **{**kwargs, "generations": resume_at}, model=model,
-               callbacks=[evo.callbacks.Checkpoint(path, every=resume_at)])
-    return {"worker": worker, **onemax_run(strategy, **kwargs, model=model, resume_from=path)}
+               callbacks=[evo.callbacks.Checkpoint(checkpoint, every=resume_at)])
+    return onemax_run(strategy, **kwargs, model=model, resume_from=checkpoint)
 
 
 # -- throughput per replica count: `course bench ga --replicas N ...` ----------------------------------
