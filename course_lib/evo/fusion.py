@@ -45,20 +45,25 @@ def xla_function(fn):
     return tf.function(traced, jit_compile=True, autograph=False)
 
 
-def materialize(x: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+def materialize(x, key: tf.Tensor):
     """``x`` unchanged, but computed once into memory when compiled by ``xla_function``.
 
     XLA cannot fuse across a while loop, so ``x`` goes through one whose trip count
     (1) is computed from a random key, so it is unknown at compile time and the loop
-    stays. Eager and graph execution compute every tensor once anyway: no-op there.
+    stays. ``x`` may be a list of tensors that share their work (the steps of one
+    sequential algorithm): pinned together, XLA computes them in one pass instead of
+    recomputing the earlier ones for each later one. Eager and graph execution compute
+    every tensor once anyway: no-op there.
     """
     if not _XLA.get():
         return x
     odd = key[0] | 1
     one = tf.cast(odd // odd, tf.int32)  # 1, opaque to XLA's simplifier
-    corner = tf.fill([1, len(x.shape)], one - 1)
 
-    def touch(i, y):  # rewrite one element in place: O(1), and the loop is not a no-op
-        return i + 1, tf.tensor_scatter_nd_update(y, corner, tf.gather_nd(y, corner) * tf.cast(one, y.dtype))
+    def touch(y):  # rewrite one element in place: O(1), and the loop is not a no-op
+        corner = tf.fill([1, len(y.shape)], one - 1)
+        return tf.tensor_scatter_nd_update(y, corner, tf.gather_nd(y, corner) * tf.cast(one, y.dtype))
 
-    return tf.while_loop(lambda i, y: i < one, touch, (0, x))[1]
+    pinned = tf.while_loop(lambda i, ys: i < one, lambda i, ys: (i + 1, [touch(y) for y in ys]),
+                           (0, list(x) if isinstance(x, (list, tuple)) else [x]))[1]
+    return pinned if isinstance(x, (list, tuple)) else pinned[0]

@@ -9,6 +9,7 @@ number of changes, not the genome length.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import tensorflow as tf
@@ -69,9 +70,10 @@ class GeneMask:
             t = tf.cast(tf.bitwise.right_shift(words[:, i] * tf.cast(j + 1, tf.uint64), tf.constant(32, tf.uint64)),
                         tf.int32)  # uniform in [0, j] (multiply-high)
             if picks:
-                t = tf.where(tf.reduce_any(tf.stack(picks, 1) == t[:, None], axis=1), j, t)
+                t = tf.where(functools.reduce(tf.logical_or, [p == t for p in picks]), j, t)
             picks.append(t)
-        return tf.stack(picks, 1), tf.range(k)[None, :] < count[:, None]
+        # pinned together, so that XLA runs the steps once per row, not again for each later step
+        return tf.stack(materialize(picks, key), 1), tf.range(k)[None, :] < count[:, None]
 
     def _dense(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         threshold = tf.constant(math.floor(self.rate * 2**32), tf.uint32)
