@@ -411,3 +411,14 @@ def test_other_op_argument_errors():
         evo.ops.BitFlipMutation(0.1)(tf.zeros((8,), tf.int32))
     with pytest.raises(TypeError, match="mix symbolic genomes"):
         evo.ops.UniformCrossover()(evo.Input((8,)), tf.zeros((2, 8), tf.int32))
+
+
+def test_sparse_mutation_picks_the_same_genes_eager_and_under_xla():
+    # about one pick per genome: a count and Floyd's positions, whose steps XLA computes pinned together
+    mask = GeneMask(1 / 1024, 1024)
+    assert mask.sparse
+    key, rows = rng.key(3), Rows.all(256)
+    eager = mask.words(key, rows).numpy()
+    np.testing.assert_array_equal(fusion.xla_function(lambda k: mask.words(k, rows))(key).numpy(), eager)
+    picks = np.unpackbits(eager.view(np.uint8), axis=1).sum(1)
+    assert 150 < picks.sum() < 370 and picks.max() >= 3  # Binomial(1024, 1/1024) per genome: mean 1
