@@ -172,13 +172,14 @@ def normal(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
     """Standard normal float32 by Box-Muller: one Threefry call gives two normals.
 
     Counter c of a row gives radius r and angle u; column c gets r·cos(2πu) and
-    column c + half gets r·sin(2πu). Radius and angle are materialized so that XLA
-    computes the log and sqrt once per pair.
+    column c + half gets r·sin(2πu). Both words, then radius and angle, are pinned in
+    pairs (``materialize`` of a list), so that XLA computes Threefry once per pair, not
+    once for each word, and the log and sqrt once per pair, not once per normal.
     """
     count = math.prod(shape)
     half = (count + 1) // 2
-    a, b = _counters(k, rows, half)
-    radius = materialize(tf.sqrt(-2.0 * fastmath.log(_unit(a) + 2.0 ** -24)), k)  # (0, 1]: log stays finite
-    u = materialize(_unit(b), k)
+    a, b = materialize(list(_counters(k, rows, half)), k)
+    radius, u = materialize([tf.sqrt(-2.0 * fastmath.log(_unit(a) + 2.0 ** -24)),  # (0, 1]: log stays finite
+                             _unit(b)], k)
     z = tf.concat([radius * fastmath.cos_2pi(u), radius * fastmath.cos_2pi(u - 0.25)], axis=1)[:, :count]
     return tf.reshape(z, (rows.size, *shape))
