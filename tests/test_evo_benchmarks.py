@@ -40,10 +40,10 @@ def test_generation_breakdown_counts_the_words_one_generation_draws():
                                         evo.population.random_integers((n, length), 0, 2, seed=0), generations=2,
                                         repeats=1)
     k = len(GeneMask(1 / length, length).thresholds)
-    # per row: mutation count + k positions, mate offset, 8 crossover words, 2 entrants; + the generation key
-    assert b["evaluations"] == n * (1 + k + 1 + length // 32 + 2) + 1
+    # per row: mutation count + k positions, mate offset, 8 crossover words, 2 entrants; + the generation key's 2
+    assert b["words"] == n * (1 + k + 1 + length // 32 + 2) + 2
     assert b["packed"] and b["population_bytes"] == n * length // 8
     names = [row["part"] for row in benchmarks.breakdown_table(b)]
     assert names[:2] == ["whole generation", "random words alone"] and "fitness" in names
     assert all(s > 0 for s in b["seconds"].values())
-    assert "Threefry evaluations" in str(benchmarks.breakdown_sentences(b))
+    assert f"It draws {b['words']:,} random 32-bit words" in str(benchmarks.breakdown_sentences(b))

@@ -65,7 +65,7 @@ def test_design_example_reaches_the_onemax_optimum_and_stops_early():
 
 def test_rastrigin_gets_near_its_optimum():
     result = rastrigin(dims=3).evolve(evo.population.uniform((100, 3), -5.12, 5.12, seed=1), generations=100)
-    assert result.history["best"][0] > 10
+    assert result.history["best"][0] > 1  # far from the optimum after the first generation
     assert result.best_fitness < 0.01  # optimum 0 at the origin; local minima near integer points
     assert np.abs(result.best).max() < 0.01
 

@@ -153,6 +153,15 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     return lambda: run(genes, count).numpy()
 
 
+def threefry_evolve(model, population, generations: int) -> Callable[[], np.ndarray]:
+    """``model.evolve`` with every word drawn by Threefry-2x32-20, as before SplitMix64 streams
+    (``rng.threefry_words``): the reference ``course bench ga`` measures the generator against."""
+    def run():
+        with rng.threefry_words():  # the model traces its program in here, on the first call
+            return model.evolve(population, generations=generations).population
+    return run
+
+
 def _replica_counts(args) -> str | None:
     return "--replicas takes whole numbers >= 1" if any(r < 1 for r in args.replicas or ()) else None
 
@@ -172,7 +181,8 @@ def bench_ga(args):
 
     Each timed call is a whole ``evolve`` of 100 generations (10 with --quick), so the
     per-call work (checking, packing and unpacking the population, copying the result
-    to NumPy) counts, once per run as in real use. "xla, one call" is ``single_call``, the
+    to NumPy) counts, once per run as in real use. "xla, Threefry" is ``threefry_evolve``, the
+    generator before; "xla, one call" is ``single_call``, the
     same generations as one compiled function: xla over it is what ``evolve`` costs on top.
     The variants take turns in each round (``bench.compare(in_turns=True)``).
     """
@@ -198,6 +208,7 @@ def bench_ga(args):
             variants[mode] = lambda model=model: model.evolve(population, generations=generations).population
             if mode == "xla":
                 variants["xla, one call"] = single_call(make_model(length, mode), population, generations)
+                variants["xla, Threefry"] = threefry_evolve(make_model(length, mode), population, generations)
         cmp = bench.compare(variants, baseline="numpy", repeats=args.repeats, warmup=0, in_turns=True,
                             title=f"{name}: population {n} x {length}, {generations} generations per call",
                             params={"problem": name, "population": [n, length], "generations": generations})
@@ -209,6 +220,7 @@ def bench_ga(args):
             print(f"{variant:16}{rate:>20.3e}{cmp.speedup(variant):>9.2f}x")
         overhead = cmp.speedup("xla, one call", over="xla")
         print(f"evolve (xla) takes {overhead:.3f}x the time of one compiled call; {cmp.verdict('xla', 'xla, one call')}")
+        print(f"SplitMix64 words against Threefry words (the generator before): {cmp.verdict('xla', 'xla, Threefry')}")
         print()
         comparisons.append(cmp)
         results.append({"problem": name, "gene_generations_per_s": rates,
@@ -247,18 +259,18 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     Each part runs ``generations`` times in one compiled ``tf.while_loop``, its result pinned
     (``fusion.materialize``) as in ``evolve``, so a part costs what it costs inside a generation:
     every op of the model applied to the population, the fitness, selection (tournament indices
-    and the gather of the winners), and the random words alone (as many Threefry evaluations as
-    one generation makes, counted while tracing it). Returns per-generation seconds with the
-    counts the limits need (evaluations per generation, population bytes, cache sizes).
+    and the gather of the winners), and the random words alone (as many 32-bit words as one
+    generation draws, counted while tracing it). Returns per-generation seconds with the counts
+    the limits need (words per generation, population bytes, cache sizes).
     """
     genes = engine.population(model, population)
     packed = engine.packing(model, genes)
     n = genes.shape[0]
     gen = executors.Generation(model, packed, n, None)
     state = gen.start(gen.stored(genes))
-    with rng.counting() as evaluations:
+    with rng.counting() as words_drawn:
         tf.function(lambda s: gen.step(s, tf.constant(1)), autograph=False).get_concrete_function(state)
-    per_row = -(-evaluations[0] // n)
+    per_row = -(-words_drawn[0] // n)
     spec = model.input.spec
 
     def op_part(node):
@@ -303,7 +315,7 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
                         title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
     seconds = {t.name: t.median_s / generations for t in cmp.timings}
     stored = int(np.prod(state.population.shape)) * state.population.dtype.size
-    return {"comparison": cmp, "seconds": seconds, "evaluations": evaluations[0], "individuals": n,
+    return {"comparison": cmp, "seconds": seconds, "words": words_drawn[0], "individuals": n,
             "genes": spec.size, "population_bytes": stored, "cache_bytes": _cache_bytes(), "packed": packed}
 
 
@@ -315,16 +327,16 @@ def breakdown_table(breakdown: dict) -> list[dict]:
 
 
 def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
-    """What the breakdown says against the limits: random words, the Threefry rate, cache."""
+    """What the breakdown says against the limits: random words, the generator's rate, cache."""
     sec, n, genes = breakdown["seconds"], breakdown["individuals"], breakdown["genes"]
-    whole, drawn, evals = sec["whole generation"], sec["random words alone"], breakdown["evaluations"]
-    rate = evals / drawn
+    whole, drawn, words = sec["whole generation"], sec["random words alone"], breakdown["words"]
+    rate = words / drawn
     parts = {k: v for k, v in sec.items() if k not in ("whole generation", "random words alone")}
     biggest = max(parts, key=parts.get)
     out = [f"One generation takes {whole * 1e6:,.0f} µs: {n * genes / whole:.3g} gene-generations/s.",
-           f"It makes {evals:,} Threefry evaluations ({evals / n:.1f} per individual); drawn alone they take "
-           f"{drawn * 1e6:,.0f} µs ({drawn / whole:.0%} of the generation), {rate:.3g} evaluations/s on this "
-           f"machine, so a design drawing this many words cannot pass {n * genes * rate / evals:.3g} "
+           f"It draws {words:,} random 32-bit words ({words / n:.1f} per individual); drawn alone they take "
+           f"{drawn * 1e6:,.0f} µs ({drawn / whole:.0%} of the generation), {rate:.3g} words/s on this "
+           f"machine, so a design drawing this many words cannot pass {n * genes * rate / words:.3g} "
            "gene-generations/s.",
            f"The most expensive part measured apart is {biggest}: {parts[biggest] * 1e6:,.0f} µs "
            f"({parts[biggest] / whole:.0%}; the parts measured apart include their own random words)."]

@@ -1,4 +1,4 @@
-"""Counter-based random numbers: Threefry-2x32 written in TensorFlow ops, as JAX does.
+"""Counter-based random numbers in TensorFlow ops: SplitMix64 streams per row, Threefry for keys.
 
 Every random value is a pure function of a key and a counter: the individual's global
 row in the population and the gene (or word) index within the row. Why not
@@ -7,6 +7,14 @@ shape, so a batch of rows would draw different numbers from the same rows of the
 population. Here values depend only on (key, row, column), so batched equals
 unbatched, chunked equals unchunked, a resumed run equals the uninterrupted one, and
 being integer math, eager, graph and XLA runs draw bit-identical numbers.
+
+The words: row r of key k is a SplitMix64 stream (Steele, Lea and Flood 2014, the
+generator behind Java's SplittableRandom; the constants of Vigna's splitmix64.c)
+started at a point hashed from (k, r), and each 64-bit output gives two 32-bit words.
+Two multiplies and three xor-shifts per two words: under XLA:CPU about a quarter of the
+cost per word of Threefry-2x32-20, which drew one word per evaluation here (its two
+outputs cannot share a fused loop). ``threefry_words()`` draws as the engine did before,
+for comparison; tests/test_evo_rng.py checks the streams' uniformity and independence.
 
 Keys are ``uint32[2]`` tensors; ``fold_in`` derives independent keys from (key, data),
 e.g. (seed, generation), then (generation key, node), then (node key, draw).
@@ -38,26 +46,42 @@ def _rotl(x: tf.Tensor, r: int) -> tf.Tensor:
     return tf.bitwise.left_shift(x, _u32(r)) | tf.bitwise.right_shift(x, _u32(32 - r))
 
 
-_EVALUATIONS = contextvars.ContextVar("evo_threefry_evaluations", default=None)
+_WORDS = contextvars.ContextVar("evo_random_words", default=None)
+_THREEFRY_WORDS = contextvars.ContextVar("evo_threefry_words", default=False)
 
 
 @contextlib.contextmanager
 def counting():
-    """Count the Threefry evaluations of the code traced or run inside: ``with counting() as n: ...``,
+    """Count the random 32-bit words drawn by the code traced or run inside: ``with counting() as n: ...``,
     then ``n[0]`` (what one generation draws, for ``benchmarks.generation_breakdown``)."""
     count = [0]
-    token = _EVALUATIONS.set(count)
+    token = _WORDS.set(count)
     try:
         yield count
     finally:
-        _EVALUATIONS.reset(token)
+        _WORDS.reset(token)
+
+
+def _drawn(words: int) -> None:
+    count = _WORDS.get()
+    if count is not None:
+        count[0] += words
+
+
+@contextlib.contextmanager
+def threefry_words():
+    """Draw the words of the code traced inside as the engine did before SplitMix64 streams: one
+    Threefry-2x32-20 evaluation per word (per pair of normals). Other numbers, the same properties;
+    ``course bench ga`` times it as the reference the default is measured against."""
+    token = _THREEFRY_WORDS.set(True)
+    try:
+        yield
+    finally:
+        _THREEFRY_WORDS.reset(token)
 
 
 def threefry2x32(key: tf.Tensor, x0: tf.Tensor, x1: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Threefry-2x32 with 20 rounds (Salmon et al. 2011) on broadcastable uint32 counters."""
-    count = _EVALUATIONS.get()
-    if count is not None:
-        count[0] += tf.broadcast_static_shape(x0.shape, x1.shape).num_elements()
     k0, k1 = key[0], key[1]
     ks = (k0, k1, k0 ^ k1 ^ _u32(_PARITY))
     x0, x1 = x0 + k0, x1 + k1
@@ -86,6 +110,7 @@ def fold_in(k: tf.Tensor, data: Any) -> tf.Tensor:
     nothing where XLA repeats them in each consumer.
     """
     if isinstance(data, tf.Tensor):
+        _drawn(2)
         a, b = threefry2x32(k, tf.cast(data, U32), _u32(0x9E3779B9))
         return materialize(tf.stack([a, b]), k)
     return k ^ tf.constant(_mix64(int(data)), U32)
@@ -126,6 +151,32 @@ class Rows:
         return tf.slice(x, [self.start] + [0] * (rank - 1), [self.size] + [-1] * (rank - 1))
 
 
+_WEYL = 0x9E3779B97F4A7C15  # SplitMix64's increment: 2**64 over the golden ratio, odd
+
+
+def _u64(value: int) -> tf.Tensor:
+    return tf.constant(value, tf.uint64)
+
+
+def _splitmix64(z: tf.Tensor) -> tf.Tensor:
+    """SplitMix64's output function: a bijection of uint64 that mixes every input bit into every output bit."""
+    z = (z ^ tf.bitwise.right_shift(z, _u64(30))) * _u64(0xBF58476D1CE4E5B9)
+    z = (z ^ tf.bitwise.right_shift(z, _u64(27))) * _u64(0x94D049BB133111EB)
+    return z ^ tf.bitwise.right_shift(z, _u64(31))
+
+
+def _streams(k: tf.Tensor, rows: Rows, count: int) -> tf.Tensor:
+    """``count`` uint64 words per row, (B, count): row r's SplitMix64 stream from a start hashed from
+    (key, r), a random point of the 2**64 cycle. Two rows' streams overlap with probability about
+    B² · count / 2**64 (2**-30 for 4,096 rows of 1,024 words), and an overlap would only repeat some
+    words between two rows of one draw. The starts are pinned: one hash per row."""
+    key64 = tf.bitwise.left_shift(tf.cast(k[0], tf.uint64), _u64(32)) | tf.cast(k[1], tf.uint64)
+    row = tf.cast(rows.index(), tf.uint64) + _u64(1)
+    start = materialize(_splitmix64(key64 + row * _u64(_WEYL)), k)
+    column = tf.cast(tf.range(count), tf.uint64) + _u64(1)
+    return _splitmix64(start[:, None] + column[None, :] * _u64(_WEYL))
+
+
 def _counters(k: tf.Tensor, rows: Rows, count: int) -> tuple[tf.Tensor, tf.Tensor]:
     """Threefry of counters (global row, column) for ``count`` columns: two words each, (B, count)."""
     r = tf.cast(rows.index(), U32)[:, None]
@@ -136,10 +187,27 @@ def _counters(k: tf.Tensor, rows: Rows, count: int) -> tuple[tf.Tensor, tf.Tenso
 def bits(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
     """Random uint32 words, shape (rows.size, *shape).
 
-    One Threefry call per word, keeping its first output: a plain elementwise loop
-    that XLA vectorises (interleaving both outputs measured slower).
+    Words 2c and 2c + 1 of a row are the two halves of its stream's word c, split by a
+    bitcast of the pinned 64-bit words (free in memory; splitting by shifts made every
+    consumer's loop pick a half per element, and measured no faster than Threefry).
     """
-    return tf.reshape(materialize(_counters(k, rows, math.prod(shape))[0], k), (rows.size, *shape))
+    count = math.prod(shape)
+    _drawn(rows.size * count)
+    if _THREEFRY_WORDS.get():  # one evaluation per word, keeping its first output
+        return tf.reshape(materialize(_counters(k, rows, count)[0], k), (rows.size, *shape))
+    wide = materialize(_streams(k, rows, (count + 1) // 2), k)
+    words = tf.reshape(tf.bitcast(wide, U32), (rows.size, 2 * wide.shape[1]))[:, :count]
+    return tf.reshape(words, (rows.size, *shape))
+
+
+def _pairs(k: tf.Tensor, rows: Rows, count: int) -> list[tf.Tensor]:
+    """Two uint32 words per counter, [(B, count), (B, count)], pinned together: the two halves of a
+    stream word (Threefry's two outputs under ``threefry_words``), each computed once."""
+    _drawn(2 * rows.size * count)
+    if _THREEFRY_WORDS.get():
+        return materialize(list(_counters(k, rows, count)), k)
+    wide = _streams(k, rows, count)
+    return materialize([tf.cast(wide, U32), tf.cast(tf.bitwise.right_shift(wide, _u64(32)), U32)], k)
 
 
 def _unit(words: tf.Tensor) -> tf.Tensor:
@@ -169,16 +237,16 @@ def integers(k: tf.Tensor, rows: Rows, shape: tuple[int, ...], n: int) -> tf.Ten
 
 
 def normal(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
-    """Standard normal float32 by Box-Muller: one Threefry call gives two normals.
+    """Standard normal float32 by Box-Muller: a pair of words gives two normals.
 
-    Counter c of a row gives radius r and angle u; column c gets r·cos(2πu) and
-    column c + half gets r·sin(2πu). Both words, then radius and angle, are pinned in
-    pairs (``materialize`` of a list), so that XLA computes Threefry once per pair, not
-    once for each word, and the log and sqrt once per pair, not once per normal.
+    Counter c of a row gives radius r and angle u (a pair of words, ``_pairs``); column c
+    gets r·cos(2πu) and column c + half gets r·sin(2πu). Radius and angle are pinned in
+    pairs too (``materialize`` of a list), so that XLA computes the log and sqrt once per
+    pair, not once per normal.
     """
     count = math.prod(shape)
     half = (count + 1) // 2
-    a, b = materialize(list(_counters(k, rows, half)), k)
+    a, b = _pairs(k, rows, half)
     radius, u = materialize([tf.sqrt(-2.0 * fastmath.log(_unit(a) + 2.0 ** -24)),  # (0, 1]: log stays finite
                              _unit(b)], k)
     z = tf.concat([radius * fastmath.cos_2pi(u), radius * fastmath.cos_2pi(u - 0.25)], axis=1)[:, :count]
