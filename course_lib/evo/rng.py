@@ -11,10 +11,10 @@ being integer math, eager, graph and XLA runs draw bit-identical numbers.
 The words: row r of key k is a SplitMix64 stream (Steele, Lea and Flood 2014, the
 generator behind Java's SplittableRandom; the constants of Vigna's splitmix64.c)
 started at a point hashed from (k, r), and each 64-bit output gives two 32-bit words.
-Two multiplies and three xor-shifts per two words: under XLA:CPU about a quarter of the
-cost per word of Threefry-2x32-20, which drew one word per evaluation here (its two
-outputs cannot share a fused loop). ``threefry_words()`` draws as the engine did before,
-for comparison; tests/test_evo_rng.py checks the streams' uniformity and independence.
+Two multiplies and three xor-shifts per two words: under XLA:CPU about a third of the
+cost per word of Threefry-2x32-20, which drew one word per evaluation here (using both of
+its outputs as words measured slower). ``threefry_words()`` draws as the engine did
+before, for comparison; tests/test_evo_rng.py checks the streams' uniformity and independence.
 
 Keys are ``uint32[2]`` tensors; ``fold_in`` derives independent keys from (key, data),
 e.g. (seed, generation), then (generation key, node), then (node key, draw).
