@@ -116,11 +116,17 @@ def fold_in(k: tf.Tensor, data: Any) -> tf.Tensor:
     return k ^ tf.constant(_mix64(int(data)), U32)
 
 
+# SplitMix64: its increment (2**64 over the golden ratio, odd) and its output function's two
+# multipliers; the Python ints of fold_in and the tensors of the streams use the same ones
+_WEYL = 0x9E3779B97F4A7C15
+_MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+
+
 def _mix64(data: int) -> list[int]:
     """Two 32-bit words from SplitMix64's finaliser of ``data``."""
-    z = (data * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    z = (data * _WEYL + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * _MIX[0]) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * _MIX[1]) & 0xFFFFFFFFFFFFFFFF
     z ^= z >> 31
     return [z & 0xFFFFFFFF, z >> 32]
 
@@ -151,17 +157,14 @@ class Rows:
         return tf.slice(x, [self.start] + [0] * (rank - 1), [self.size] + [-1] * (rank - 1))
 
 
-_WEYL = 0x9E3779B97F4A7C15  # SplitMix64's increment: 2**64 over the golden ratio, odd
-
-
 def _u64(value: int) -> tf.Tensor:
     return tf.constant(value, tf.uint64)
 
 
 def _splitmix64(z: tf.Tensor) -> tf.Tensor:
     """SplitMix64's output function: a bijection of uint64 that mixes every input bit into every output bit."""
-    z = (z ^ tf.bitwise.right_shift(z, _u64(30))) * _u64(0xBF58476D1CE4E5B9)
-    z = (z ^ tf.bitwise.right_shift(z, _u64(27))) * _u64(0x94D049BB133111EB)
+    z = (z ^ tf.bitwise.right_shift(z, _u64(30))) * _u64(_MIX[0])
+    z = (z ^ tf.bitwise.right_shift(z, _u64(27))) * _u64(_MIX[1])
     return z ^ tf.bitwise.right_shift(z, _u64(31))
 
 
@@ -189,7 +192,9 @@ def bits(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
 
     Words 2c and 2c + 1 of a row are the two halves of its stream's word c, split by a
     bitcast of the pinned 64-bit words (free in memory; splitting by shifts made every
-    consumer's loop pick a half per element, and measured no faster than Threefry).
+    consumer's loop pick a half per element, and measured no faster than Threefry). The
+    bitcast takes memory order: the low half first on the little-endian CPUs and GPUs
+    TensorFlow runs on, as ``_pairs`` takes it by shifts.
     """
     count = math.prod(shape)
     _drawn(rows.size * count)
