@@ -64,6 +64,7 @@ def materialize(x, key: tf.Tensor):
         corner = tf.fill([1, len(y.shape)], one - 1)
         return tf.tensor_scatter_nd_update(y, corner, tf.gather_nd(y, corner) * tf.cast(one, y.dtype))
 
+    many = isinstance(x, (list, tuple))
     pinned = tf.while_loop(lambda i, ys: i < one, lambda i, ys: (i + 1, [touch(y) for y in ys]),
-                           (0, list(x) if isinstance(x, (list, tuple)) else [x]))[1]
-    return pinned if isinstance(x, (list, tuple)) else pinned[0]
+                           (0, list(x) if many else [x]))[1]
+    return pinned if many else pinned[0]
