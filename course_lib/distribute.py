@@ -75,6 +75,10 @@ class PlacedMLP(tf.Module):
             with tf.device(join):
                 w = tf.Variable(rng.normal(0, n_in ** -0.5, (n_in, join_width)).astype(np.float32))
             self.join = (join, w)
+        # A tf.function over a plain bound method rather than a decorated method: TensorFlow's
+        # method binding (a weak self behind a stand-in object) once handed the stand-in to the
+        # body as ``self`` under load; a bound method has nothing to get wrong.
+        self.forward = tf.function(self._forward)
 
     @staticmethod
     def _run(device, layers, x):
@@ -83,8 +87,10 @@ class PlacedMLP(tf.Module):
                 x = tf.nn.relu(x @ w + b)
         return x
 
-    @tf.function
     def __call__(self, x):
+        return self.forward(x)
+
+    def _forward(self, x):
         if not self.parallel:  # one segment after another: a chain
             for device, layers in self.segments:
                 x = self._run(device, layers, x)
@@ -143,7 +149,7 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
     (``devices.shares_buffer``), the whole tensor where either side is a GPU.
     """
     features = model.segments[0][1][0][0].shape[0]
-    graph = model.__call__.get_concrete_function(tf.TensorSpec([batch, features], tf.float32)).graph
+    graph = model.forward.get_concrete_function(tf.TensorSpec([batch, features], tf.float32)).graph
     seen, rows = set(), []
     for op in graph.get_operations():
         for tensor in op.inputs:
