@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench
+from course_lib import digits as course_digits
 from course_lib.evo import cartpole
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo.fitness import Fitness
@@ -386,13 +387,11 @@ def random_search(fitness: Networks, model: keras.Model, samples: int, batch: in
 # -- classification: the GA against gradient descent ---------------------------------------------
 
 def digits(test_fraction: float = 0.25, seed: int = 0):
-    """scikit-learn's bundled 8x8 digits (1,797 images, as lecture 06) as flat float32 pixels in [0, 1],
-    split at random: x_train, y_train, x_test, y_test."""
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    x = (data.data / 16.0).astype(np.float32)
-    y = data.target.astype(np.int32)
+    """The course's 8x8 digits (``course_lib.digits``, 1,797 images, as lecture 06) as flat float32
+    pixels in [0, 1], split at random: x_train, y_train, x_test, y_test."""
+    pixels, labels = course_digits.load()
+    x = (pixels.reshape(len(pixels), -1) / 16.0).astype(np.float32)
+    y = labels.astype(np.int32)
     order = np.random.default_rng(seed).permutation(len(y))
     n_test = int(round(len(y) * test_fraction))
     test, train = order[:n_test], order[n_test:]

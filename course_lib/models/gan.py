@@ -1,4 +1,4 @@
-"""A small DCGAN on scikit-learn's digits, and the training-step journey of a published study.
+"""A small DCGAN on the course's 8x8 digits, and the training-step journey of a published study.
 
 The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
 Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN on one A100 went from 237
@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, xla
+from course_lib import digits as course_digits
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_DIR = ROOT / "build" / "profiles" / "06_gan"
@@ -78,15 +79,13 @@ def _check_batch(batch: int) -> None:
 # -- Data -------------------------------------------------------------------------------------------
 
 def load_digits_images(size: int = 8) -> np.ndarray:
-    """scikit-learn's 1,797 bundled digits as float32 ``(N, size, size, 1)`` in [-1, 1].
+    """The course's 1,797 digits (``course_lib.digits``) as float32 ``(N, size, size, 1)`` in [-1, 1].
 
     ``size`` 16 or 28 upsamples with ``tf.image.resize`` (bilinear): 28 gives every image MNIST's
     pixel count, so the work per image is closer to the study's, at about 12 times the compute.
     """
     _check_size(size)
-    from sklearn.datasets import load_digits
-
-    images = load_digits().images.astype(np.float32)[..., None] / 8.0 - 1.0  # pixels are 0..16
+    images = course_digits.load()[0].astype(np.float32)[..., None] / 8.0 - 1.0  # pixels are 0..16
     if size != 8:
         images = tf.image.resize(images, (size, size), method="bilinear").numpy()
     return images
