@@ -413,6 +413,24 @@ def test_other_op_argument_errors():
         evo.ops.UniformCrossover()(evo.Input((8,)), tf.zeros((2, 8), tf.int32))
 
 
+@pytest.mark.parametrize("form", ["words", "genes"])
+def test_floyds_later_steps_on_gathered_rows_pick_what_every_row_stepping_picks(form):
+    # mean 4 picks in 256 genes: under XLA about 40% of 512 rows need steps past the head, gathered
+    # TAIL_ROWS at a time, so the rounds repeat; eager runs every step on every row
+    from course_lib.evo.ops import mutation
+
+    mask = GeneMask(4 / 256, 256)
+    assert mask.sparse and len(mask.thresholds) > mutation.HEAD_STEPS
+    key, everyone = rng.key(7), Rows.all(512)
+    eager = getattr(mask, form)(key, everyone).numpy()
+    counts = (np.unpackbits(eager.view(np.uint8), axis=1) if form == "words" else eager).sum(1)
+    assert (counts > mutation.HEAD_STEPS).sum() > 3 * mutation.TAIL_ROWS and counts.max() > 8
+    np.testing.assert_array_equal(fusion.xla_function(lambda k: getattr(mask, form)(k, everyone))(key).numpy(), eager)
+    batch = Rows(96, 64, 512)  # a batch's rows draw what they draw in the whole population
+    np.testing.assert_array_equal(fusion.xla_function(lambda k: getattr(mask, form)(k, batch))(key).numpy(),
+                                  eager[96:160])
+
+
 def test_sparse_mutation_picks_the_same_genes_eager_and_under_xla():
     # about one pick per genome: a count and Floyd's positions, whose steps XLA computes pinned together
     mask = GeneMask(1 / 1024, 1024)

@@ -15,13 +15,16 @@ import math
 import tensorflow as tf
 
 from course_lib.evo import packed, rng
-from course_lib.evo.fusion import materialize
+from course_lib.evo.fusion import materialize, xla_active
 from course_lib.evo.graph import GenomeSpec, check_fits
 from course_lib.evo.ops.base import Op, check_rate
 from course_lib.evo.rng import Rows
 
 # Draw positions instead of a word per gene while at most this many picks are expected.
 SPARSE_MEAN = 8.0
+# Under XLA, Floyd's first steps run on every row and the rest only on the rows that use them,
+# gathered this many at a time (GeneMask._tail).
+HEAD_STEPS, TAIL_ROWS = 4, 32
 
 
 class GeneMask:
@@ -54,26 +57,69 @@ class GeneMask:
             pmf *= (n - k) / (k + 1) * p / (1 - p)
         return out
 
-    def _positions(self, key: tf.Tensor, rows: Rows) -> tuple[tf.Tensor, tf.Tensor]:
-        """Distinct positions (B, K) int32 and whether each is used (B, K).
+    def _picks(self, key: tf.Tensor, rows: Rows, mark) -> tf.Tensor:
+        """The picks of every row as ``mark(positions (n, m), used (n, m), pin)`` makes them, (n, X),
+        or-ed over steps (``pin``: ``materialize`` for the whole population's, nothing for a few rows).
 
         Floyd's algorithm for a ``count``-subset of range(size): step i draws t in [0, j],
-        j = size - count + i, and takes j instead if t was taken before (j never was).
+        j = size - count + i, and takes j instead if t was taken before (j never was). Under XLA
+        every step costs its work on every row, though a row uses step i only when its count
+        exceeds i (with ``rate * size`` = 1, one row in 270 uses more than four), so the first
+        ``HEAD_STEPS`` run on every row and the rest on the rows that use them (``_tail``).
         """
         word = rng.bits(rng.fold_in(key, 1), rows, ())
         count = tf.reduce_sum(tf.cast(word[:, None] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
         k = len(self.thresholds)
-        words = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (k,)), tf.uint64)
+        draws = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (k,)), tf.uint64)
+        h = min(k, HEAD_STEPS) if xla_active() else k
+        # pinned together, so that XLA runs the steps once per row, not again for each later step
+        head = tf.stack(materialize(self._floyd(count, draws, h), key), 1)
+        marks = mark(head, tf.range(h)[None, :] < count[:, None], lambda x: materialize(x, key))
+        return marks if h == k else self._tail(marks, count, draws, head, mark)
+
+    def _draw(self, count: tf.Tensor, words: tf.Tensor, i) -> tuple[tf.Tensor, tf.Tensor]:
+        """Floyd's step i: t uniform in [0, j] from a word per row, and j = size - count + i
+        (clamped where the step is unused, i >= count)."""
+        j = tf.minimum(self.size - count + i, self.size - 1)
+        t = tf.bitwise.right_shift(words * tf.cast(j + 1, tf.uint64), tf.constant(32, tf.uint64))  # multiply-high
+        return tf.cast(t, tf.int32), j
+
+    def _floyd(self, count: tf.Tensor, draws: tf.Tensor, stop: int) -> list:
+        """Steps 0 .. stop - 1 of every row, unrolled (K is small), (n,) each."""
         picks = []
-        for i in range(k):  # K is small (sparse); unrolled
-            j = tf.minimum(self.size - count + i, self.size - 1)  # clamped where step i is unused (i >= count)
-            t = tf.cast(tf.bitwise.right_shift(words[:, i] * tf.cast(j + 1, tf.uint64), tf.constant(32, tf.uint64)),
-                        tf.int32)  # uniform in [0, j] (multiply-high)
+        for i in range(stop):
+            t, j = self._draw(count, draws[:, i], i)
             if picks:
                 t = tf.where(functools.reduce(tf.logical_or, [p == t for p in picks]), j, t)
             picks.append(t)
-        # pinned together, so that XLA runs the steps once per row, not again for each later step
-        return tf.stack(materialize(picks, key), 1), tf.range(k)[None, :] < count[:, None]
+        return picks
+
+    def _tail(self, marks: tf.Tensor, count: tf.Tensor, draws: tf.Tensor, head: tf.Tensor, mark) -> tf.Tensor:
+        """``marks`` with the later steps' picks added: the rows whose count exceeds the head's steps
+        are gathered ``TAIL_ROWS`` at a time (one round, nearly always), stepped on in a loop over
+        the steps (few rows: small code, little work), and or-ed back."""
+        n, h, k = count.shape[0], head.shape[1], draws.shape[1]
+        chunk = min(n, TAIL_ROWS)
+        needs = tf.cumsum(tf.cast(count > h, tf.int32))  # the i-th row that needs a tail: where this first reaches i
+        column = tf.range(k)[None, :]
+
+        def round_(r, marks):
+            which = tf.searchsorted(needs, r * chunk + tf.range(1, chunk + 1))  # n: past the last such row
+            take = tf.minimum(which, n - 1)
+            c, words = tf.gather(count, take), tf.gather(draws, take)
+
+            def step(i, picks):
+                t, j = self._draw(c, tf.gather(words, i, axis=1), i)
+                t = tf.where(tf.reduce_any((picks == t[:, None]) & (column < i), 1), j, t)
+                return i + 1, tf.where(column == i, t[:, None], picks)
+
+            picks = tf.concat([tf.gather(head, take), tf.zeros((chunk, k - h), tf.int32)], 1)
+            picks = tf.while_loop(lambda i, p: i < k, step, (tf.constant(h), picks))[1]
+            more = mark(picks[:, h:], tf.range(h, k)[None, :] < c[:, None], lambda x: x)  # few rows: no pinning
+            return r + 1, tf.tensor_scatter_nd_update(marks, which[:, None], tf.gather(marks, take) | more)
+
+        spare = tf.concat([marks, tf.zeros_like(marks[:1])], 0)  # row n takes the rounds' unused updates
+        return tf.while_loop(lambda r, m: r * chunk < needs[-1], round_, (tf.constant(0), spare))[1][:n]
 
     def _dense(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         threshold = tf.constant(math.floor(self.rate * 2**32), tf.uint32)
@@ -85,23 +131,28 @@ class GeneMask:
             return tf.fill((rows.size, self.size), self.rate >= 1)
         if not self.sparse:
             return self._dense(key, rows)
-        pos, used = self._positions(key, rows)
-        row = tf.broadcast_to(tf.range(rows.size)[:, None], pos.shape)
-        hits = tf.scatter_nd(tf.stack([row, pos], -1), tf.cast(used, tf.int32), (rows.size, self.size))
-        return hits > 0
+
+        def mark(pos, used, pin):
+            row = tf.broadcast_to(tf.range(pos.shape[0])[:, None], pos.shape)
+            return tf.scatter_nd(tf.stack([row, pos], -1), tf.cast(used, tf.int32), (pos.shape[0], self.size)) > 0
+
+        return self._picks(key, rows, mark)
 
     def words(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """uint32 (B, W): the same picks as bits of packed words."""
         if not self.sparse:
             return packed.bits_to_words(self.genes(key, rows))
-        pos, used = self._positions(key, rows)
-        # pinned, so that XLA does not redo Floyd's steps for every word of the mask
-        word_of = materialize(tf.bitwise.right_shift(pos, 5), key)
-        bit = tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(pos & 31, tf.uint32))
-        bit = materialize(tf.where(used, bit, tf.zeros([], tf.uint32)), key)
         column = tf.range(packed.n_words(self.size))[None, None, :]
-        # the picks are distinct bits, so their sum is their or: one (B, K, W) reduction
-        return tf.reduce_sum(tf.where(column == word_of[:, :, None], bit[:, :, None], tf.zeros([], tf.uint32)), 1)
+
+        def mark(pos, used, pin):
+            # pinned, so that XLA does not redo Floyd's steps for every word of the mask
+            word_of = pin(tf.bitwise.right_shift(pos, 5))
+            bit = tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(pos & 31, tf.uint32))
+            bit = pin(tf.where(used, bit, tf.zeros([], tf.uint32)))
+            # the picks are distinct bits, so their sum is their or: one (n, m, W) reduction
+            return tf.reduce_sum(tf.where(column == word_of[:, :, None], bit[:, :, None], tf.zeros([], tf.uint32)), 1)
+
+        return self._picks(key, rows, mark)
 
 
 def _picked(rate: float, spec: GenomeSpec, key: tf.Tensor, rows: Rows) -> tf.Tensor:
