@@ -43,7 +43,12 @@ def test_generation_breakdown_counts_the_words_one_generation_draws():
     # per row: mutation count + k positions, mate offset, 8 crossover words, 2 entrants; + the generation key's 2
     assert b["words"] == n * (1 + k + 1 + length // 32 + 2) + 2
     assert b["packed"] and b["population_bytes"] == n * length // 8
-    names = [row["part"] for row in benchmarks.breakdown_table(b)]
+    rows = benchmarks.breakdown_table(b)
+    names = [row["part"] for row in rows]
     assert names[:2] == ["whole generation", "random words alone"] and "fitness" in names
     assert all(s > 0 for s in b["seconds"].values())
+    # removal is timed for each op and selection; the whole generation, the words and fitness cannot be removed
+    assert set(b["saved"]) == {"BitFlipMutation", "UniformCrossover", "selection (tournament + gather)"}
+    assert [row["part"] for row in rows if row["µs saved without it"] == ""] == ["whole generation",
+                                                                                 "random words alone", "fitness"]
     assert f"It draws {b['words']:,} random 32-bit words" in str(benchmarks.breakdown_sentences(b))

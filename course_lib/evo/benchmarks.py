@@ -7,6 +7,7 @@ over the population (no Python loop per individual): the bar the engine is judge
 
 from __future__ import annotations
 
+import copy
 import glob
 import hashlib
 from typing import Callable
@@ -227,9 +228,10 @@ def bench_ga(args):
                         "vs_numpy": {v: cmp.speedup(v) for v in rates}, "evolve_over_one_call": overhead})
         if args.breakdown:
             parts = generation_breakdown(make_model(length, "xla"), population, repeats=args.repeats)
-            print(f"{'part of one generation':40}{'µs':>10}{'share':>8}")
+            print(f"{'part of one generation':40}{'µs apart':>10}{'share':>8}{'µs saved without it':>22}{'share':>8}")
             for row in breakdown_table(parts):
-                print(f"{row['part']:40}{row['µs per generation']:>10}{row['share of a generation']:>8}")
+                print(f"{row['part']:40}{row['µs per generation, apart']:>10}{row['share of a generation']:>8}"
+                      f"{row['µs saved without it']:>22}{row['share saved']:>8}")
             print(breakdown_sentences(parts), end="\n\n")
             comparisons.append(parts["comparison"])
             results[-1]["breakdown"] = {k: v for k, v in parts.items() if k != "comparison"}
@@ -260,8 +262,12 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     (``fusion.materialize``) as in ``evolve``, so a part costs what it costs inside a generation:
     every op of the model applied to the population, the fitness, selection (tournament indices
     and the gather of the winners), and the random words alone (as many 32-bit words as one
-    generation draws, counted while tracing it). Returns per-generation seconds with the counts
-    the limits need (words per generation, population bytes, cache sizes).
+    generation draws, counted while tracing it). A part timed apart can cost more or less than it
+    adds to the whole generation (XLA fuses and schedules the whole differently), so each op and
+    selection is also timed the other way: the whole generation without it (the op passes its
+    input through; selection keeps the children in order), ``saved`` = whole - without. Returns
+    per-generation seconds with the counts the limits need (words per generation, population
+    bytes, cache sizes).
     """
     genes = engine.population(model, population)
     packed = engine.packing(model, genes)
@@ -289,15 +295,31 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
         drawn = rng.bits(key, rng.Rows.all(n), (per_row,))
         return pop, fit + tf.cast(drawn[:, 0] & 1, tf.float32)
 
-    def whole(pop, fit, key, i):
-        s = gen.step(executors.State(pop, fit, pop[0], fit[0], tf.constant(0)), i)[0]
-        return s.population, s.fitness
+    def whole_of(g):
+        def whole(pop, fit, key, i):
+            s = g.step(executors.State(pop, fit, pop[0], fit[0], tf.constant(0)), i)[0]
+            return s.population, s.fitness
+        return whole
 
-    parts = {"whole generation": whole, "random words alone": words}
+    def without_op(node):
+        g = copy.copy(gen)
+        g.apply = lambda op, inputs, key, rows: rows.take(inputs[0]) if op is node.op else gen.apply(op, inputs, key,
+                                                                                                      rows)
+        return whole_of(g)
+
+    def without_selection():
+        g = copy.copy(gen)
+        g.select = lambda pool_fit, key, blocks=1: tf.range(g.rows * blocks)
+        return whole_of(g)
+
     kinds = [type(node.op).__name__ for node in model.nodes]
-    parts.update({kind if kinds.count(kind) == 1 else f"{kind} ({node.op.name})": op_part(node)
-                  for kind, node in zip(kinds, model.nodes)})
+    names = [kind if kinds.count(kind) == 1 else f"{kind} ({node.op.name})" for kind, node in zip(kinds, model.nodes)]
+    parts = {"whole generation": whole_of(gen), "random words alone": words}
+    parts.update({name: op_part(node) for name, node in zip(names, model.nodes)})
     parts.update({"fitness": fitness, "selection (tournament + gather)": selection})
+    removable = dict(zip(names, map(without_op, model.nodes)))
+    removable["selection (tournament + gather)"] = without_selection()
+    parts.update({f"without {name}": fn for name, fn in removable.items()})
     count = tf.constant(generations)
 
     def looped(part):
@@ -313,16 +335,21 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     cmp = bench.compare({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
                         repeats=repeats, warmup=0, in_turns=True,
                         title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
-    seconds = {t.name: t.median_s / generations for t in cmp.timings}
+    timed = {t.name: t.median_s / generations for t in cmp.timings}
+    seconds = {name: s for name, s in timed.items() if not name.startswith("without ")}
+    saved = {name: timed["whole generation"] - timed[f"without {name}"] for name in removable}
     stored = int(np.prod(state.population.shape)) * state.population.dtype.size
-    return {"comparison": cmp, "seconds": seconds, "words": words_drawn[0], "individuals": n,
+    return {"comparison": cmp, "seconds": seconds, "saved": saved, "words": words_drawn[0], "individuals": n,
             "genes": spec.size, "population_bytes": stored, "cache_bytes": _cache_bytes(), "packed": packed}
 
 
 def breakdown_table(breakdown: dict) -> list[dict]:
-    """``generation_breakdown`` as rows: microseconds per generation and share of the whole generation."""
-    whole = breakdown["seconds"]["whole generation"]
-    return [{"part": name, "µs per generation": round(s * 1e6, 1), "share of a generation": f"{s / whole:.0%}"}
+    """``generation_breakdown`` as rows: microseconds per generation timed apart, their share of the
+    whole generation, and what removing the part from the whole saved (ops and selection)."""
+    whole, saved = breakdown["seconds"]["whole generation"], breakdown["saved"]
+    return [{"part": name, "µs per generation, apart": round(s * 1e6, 1), "share of a generation": f"{s / whole:.0%}",
+             "µs saved without it": round(saved[name] * 1e6, 1) if name in saved else "",
+             "share saved": f"{saved[name] / whole:.0%}" if name in saved else ""}
             for name, s in breakdown["seconds"].items()]
 
 
@@ -340,6 +367,12 @@ def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
            "gene-generations/s.",
            f"The most expensive part measured apart is {biggest}: {parts[biggest] * 1e6:,.0f} µs "
            f"({parts[biggest] / whole:.0%}; the parts measured apart include their own random words)."]
+    saved = breakdown["saved"]
+    most = max(saved, key=saved.get)
+    out.append(f"Removed from the whole generation, {most} saves the most: {saved[most] * 1e6:,.0f} µs "
+               f"({saved[most] / whole:.0%} of the generation)"
+               + ("; a part can cost less inside the generation than apart, where XLA fuses it with its "
+                  "neighbours, or more." if abs(saved[most] - parts[most]) > 0.2 * parts[most] else "."))
     caches = breakdown["cache_bytes"]
     size = breakdown["population_bytes"]
     fits = [level for level, b in sorted(caches.items()) if size <= b]
