@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from course_lib.evo import packed
 from course_lib.evo.fastmath import cos_2pi
+from course_lib.evo.fusion import per_element
 from course_lib.evo.graph import GenomeSpec
 
 
@@ -67,13 +68,14 @@ class Sphere(Fitness):
     maximize = False
 
     def evaluate(self, population):
-        return tf.reduce_sum(tf.square(_flat(population)), axis=1)
+        return tf.reduce_sum(per_element(tf.square, _flat(population)), axis=1)
 
 
 class Rastrigin(Fitness):
     """A*d + sum(x² - A cos 2πx) (minimise; optimum 0 at the origin, many local minima).
 
-    cos(2πx) is ``fastmath.cos_2pi``, a polynomial that XLA vectorises on CPU.
+    cos(2πx) is ``fastmath.cos_2pi``, a polynomial that XLA vectorises on CPU, computed for the
+    whole population as one flat vector (``fusion.per_element``).
     """
 
     maximize = False
@@ -84,7 +86,7 @@ class Rastrigin(Fitness):
     def evaluate(self, population):
         x = _flat(population)
         d = x.shape[1]
-        return self.a * d + tf.reduce_sum(x * x - self.a * cos_2pi(x), axis=1)
+        return self.a * d + tf.reduce_sum(per_element(lambda g: g * g - self.a * cos_2pi(g), x), axis=1)
 
     def config(self):
         return {"a": self.a}
@@ -98,7 +100,7 @@ class Ackley(Fitness):
     def evaluate(self, population):
         x = _flat(population)
         r = tf.sqrt(tf.reduce_mean(x * x, axis=1))
-        c = tf.reduce_mean(cos_2pi(x), axis=1)
+        c = tf.reduce_mean(per_element(cos_2pi, x), axis=1)
         return -20.0 * tf.exp(-0.2 * r) - tf.exp(c) + 20.0 + math.e
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import tensorflow as tf
 
 from course_lib.evo import fastmath
-from course_lib.evo.fusion import materialize
+from course_lib.evo.fusion import materialize, per_element
 
 U32 = tf.uint32
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -245,14 +245,18 @@ def normal(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
     """Standard normal float32 by Box-Muller: a pair of words gives two normals.
 
     Counter c of a row gives radius r and angle u (a pair of words, ``_pairs``); column c
-    gets r·cos(2πu) and column c + half gets r·sin(2πu). Radius and angle are pinned in
-    pairs too (``materialize`` of a list), so that XLA computes the log and sqrt once per
-    pair, not once per normal.
+    gets r·cos(2πu) and column c + half gets r·sin(2πu). Both are computed on the pairs as
+    one flat vector and pinned together (``fusion.per_element``): the log and sqrt run once
+    per pair, and the cosines in whole vectors instead of ending each row in scalar steps.
     """
     count = math.prod(shape)
     half = (count + 1) // 2
     a, b = _pairs(k, rows, half)
-    radius, u = materialize([tf.sqrt(-2.0 * fastmath.log(_unit(a) + 2.0 ** -24)),  # (0, 1]: log stays finite
-                             _unit(b)], k)
-    z = tf.concat([radius * fastmath.cos_2pi(u), radius * fastmath.cos_2pi(u - 0.25)], axis=1)[:, :count]
-    return tf.reshape(z, (rows.size, *shape))
+
+    def box_muller(a, b):
+        radius = tf.sqrt(-2.0 * fastmath.log(_unit(a) + 2.0 ** -24))  # (0, 1]: log stays finite
+        u = _unit(b)
+        return [radius * fastmath.cos_2pi(u), radius * fastmath.cos_2pi(u - 0.25)]
+
+    cosines, sines = per_element(box_muller, a, b, key=k)
+    return tf.reshape(tf.concat([cosines, sines], axis=1)[:, :count], (rows.size, *shape))
