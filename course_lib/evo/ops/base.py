@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import rng
+from course_lib.evo.fusion import materialize
 from course_lib.evo.graph import GenomeSpec, SymbolicTensor, check_gene_dtype, connect
 from course_lib.evo.rng import Rows
 
@@ -202,8 +203,9 @@ def partner_rows(inputs: list[tf.Tensor], key: tf.Tensor, rows: Rows) -> tf.Tens
     """
     n = rows.total
     if len(inputs) == 2:
-        return tf.gather(inputs[1], rng.integers(key, rows, (), n))
+        return tf.gather(inputs[1], materialize(rng.integers(key, rows, (), n), key))
     if n == 1:
         return inputs[0]
     offset = rng.integers(key, rows, (), n - 1) + 1
-    return tf.gather(inputs[0], (rows.index() + offset) % n)
+    # pinned: XLA would otherwise fuse the index's arithmetic into the gather and redo it for every gene
+    return tf.gather(inputs[0], materialize((rows.index() + offset) % n, key))

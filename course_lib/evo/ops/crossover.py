@@ -12,6 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from course_lib.evo import packed, rng
+from course_lib.evo.fusion import materialize
 from course_lib.evo.graph import GenomeSpec
 from course_lib.evo.ops.base import Mating, partner_rows
 from course_lib.evo.rng import Rows
@@ -57,7 +58,8 @@ class UniformCrossover(Crossover):
         return rng.bits(key, rows, (packed.n_words(spec.size),))
 
     def mate_genes(self, key, rows, spec):
-        bits = packed.words_to_bits(self._words(key, rows, spec), spec.size)
+        # the words pinned as uint32: XLA would otherwise split each 64-bit stream word again for every gene
+        bits = packed.words_to_bits(materialize(self._words(key, rows, spec), key), spec.size)
         return tf.reshape(bits, (rows.size, *spec.shape))
 
     def mate_words(self, key, rows, spec):
