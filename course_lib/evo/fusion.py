@@ -1,10 +1,11 @@
-"""Keeping XLA from recomputing: ``materialize`` and the XLA wrapper that enables it.
+"""Shaping what XLA fuses: ``materialize``, ``per_element`` and the XLA wrapper that enables them.
 
 XLA:CPU vectorises plain elementwise loops, but it fuses producers into their
 consumers: a per-row or per-word random draw is then recomputed for every gene that
 reads it, and an op's whole output is recomputed inside the next op's gather, where
 the fused loop runs scalar (measured more than 10x slower for Threefry). The engine
-pins such results with ``materialize`` in functions traced by ``xla_function``.
+pins such results with ``materialize`` in functions traced by ``xla_function``, and
+runs costly per-gene math on flat vectors with ``per_element``.
 """
 
 from __future__ import annotations
