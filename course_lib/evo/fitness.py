@@ -68,7 +68,7 @@ class Sphere(Fitness):
     maximize = False
 
     def evaluate(self, population):
-        return tf.reduce_sum(per_element(tf.square, _flat(population)), axis=1)
+        return tf.reduce_sum(tf.square(_flat(population)), axis=1)
 
 
 class Rastrigin(Fitness):
