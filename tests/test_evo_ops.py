@@ -10,7 +10,7 @@ from course_lib import evo
 from course_lib.evo import fusion, op_benchmarks, packed, rng
 from course_lib.evo.graph import GenomeSpec
 from course_lib.evo.ops import base
-from course_lib.evo.ops.mutation import GeneMask
+from course_lib.evo.ops.mutation import BlockPicks, GeneMask
 from course_lib.evo.rng import Rows
 
 N = 24
@@ -450,11 +450,35 @@ def test_floyds_later_steps_on_gathered_rows_pick_what_every_row_stepping_picks(
 
 
 def test_sparse_mutation_picks_the_same_genes_eager_and_under_xla():
-    # about one pick per genome: a count and Floyd's positions, whose steps XLA computes pinned together
-    mask = GeneMask(1 / 1024, 1024)
-    assert mask.sparse
+    # mean 1 pick in 100 genes: a count and Floyd's positions, whose steps XLA computes pinned together
+    mask = GeneMask(1 / 100, 100)
+    assert mask.sparse and not mask.blocks
     key, rows = rng.key(3), Rows.all(256)
     eager = mask.words(key, rows).numpy()
     np.testing.assert_array_equal(fusion.xla_function(lambda k: mask.words(k, rows))(key).numpy(), eager)
     picks = np.unpackbits(eager.view(np.uint8), axis=1).sum(1)
-    assert 150 < picks.sum() < 370 and picks.max() >= 3  # Binomial(1024, 1/1024) per genome: mean 1
+    assert 150 < picks.sum() < 370 and picks.max() >= 3  # Binomial(100, 1/100) per genome: mean 1
+
+
+@pytest.mark.parametrize("rate,size", [(0.1, 70), (1 / 1024, 1024)])
+def test_block_picks_are_the_same_in_every_mode_batch_and_form(rate, size):
+    # at rate 0.1 most rows have a block that escapes (3 picks or more), redone a row per loop trip
+    blocks, key, everyone = BlockPicks(rate), rng.key(11), Rows.all(300)
+    eager = blocks.words(key, everyone, size).numpy()
+    if size % 32:
+        assert (eager[:, -1] >> (size % 32) == 0).all()  # no picks past the genome
+    for run in (tf.function(lambda k: blocks.words(k, everyone, size)),
+                fusion.xla_function(lambda k: blocks.words(k, everyone, size))):
+        np.testing.assert_array_equal(run(key).numpy(), eager)
+    batch = Rows(96, 64, 300)
+    np.testing.assert_array_equal(fusion.xla_function(lambda k: blocks.words(k, batch, size))(key).numpy(), eager[96:160])
+    onto = np.random.default_rng(1).integers(0, 2**32, eager.shape, dtype=np.uint32)
+    flipped = fusion.xla_function(lambda k, x: blocks.words(k, everyone, size, onto=x))(key, tf.constant(onto))
+    np.testing.assert_array_equal(flipped.numpy(), onto ^ eager)
+    if rate == 0.1:
+        assert (np.asarray(tf.raw_ops.PopulationCount(x=eager)) >= 3).any(axis=1).mean() > 0.5
+    else:  # GeneMask takes this form at 1/L for L = 1024, the same picks as bools
+        mask = GeneMask(rate, size)
+        assert mask.blocks and not mask.sparse
+        bools = mask.genes(key, everyone).numpy()
+        np.testing.assert_array_equal(np.packbits(bools, axis=1, bitorder="little").view(np.uint32), eager)

@@ -136,6 +136,29 @@ def test_bit_flip_rate_is_a_per_gene_probability(rate, length):
     assert abs(per_row.var() / var - 1) < 0.2, f"row counts vary {per_row.var():.3f}, binomial {var:.3f}"
 
 
+@pytest.mark.parametrize("rate", [0.05, 0.1])
+def test_block_picks_count_and_positions_per_block_are_binomial_and_uniform(rate):
+    # a block of 32 genes decides 0, 1 or 2 picks from one word and redraws the rest (escapes): at these
+    # rates every branch is common, so a wrong interval, position or redraw shows in the counts
+    from course_lib.evo.ops.mutation import BlockPicks
+
+    n = 4000
+    words = fusion.xla_function(lambda k: BlockPicks(rate).words(k, Rows.all(n), 64))(rng.key(21)).numpy()
+    bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").reshape(n, 2, 32).astype(bool)
+    counts = bits.sum(2)
+    cells = 9
+    binomial = [math.comb(32, k) * rate**k * (1 - rate) ** (32 - k) for k in range(cells)]
+    seen = [(counts == k).sum() for k in range(cells - 1)] + [(counts >= cells - 1).sum()]
+    assert_counts(seen, binomial[:-1] + [1 - sum(binomial[:-1])], "picks per block")
+    for j in range(32):
+        assert_count(bits[:, :, j].sum(), 2 * n, rate, f"gene {j} of a block")
+    pairs = bits[counts == 2]  # two picks: every distance between them as often as a uniform pair makes it
+    where = np.argwhere(pairs)[:, 1].reshape(-1, 2)
+    distance = where[:, 1] - where[:, 0]
+    assert_counts(np.bincount(distance, minlength=32)[1:], [(32 - d) / 496 for d in range(1, 32)], "pair distance")
+    assert abs(np.corrcoef(counts[:, 0], counts[:, 1])[0, 1]) < 5 / math.sqrt(n)  # neighbouring blocks independent
+
+
 def test_rate_zero_and_one_are_exact():
     x = evo.population.random_integers((50, 33), 0, 2, seed=1).numpy()
     assert (evo.ops.BitFlipMutation(0.0)(x).numpy() == x).all()

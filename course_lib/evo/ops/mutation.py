@@ -1,10 +1,11 @@
 """Mutation ops: bit flips, random integer values, Gaussian noise.
 
 Each picks genes per individual with a per-gene ``rate``. When the expected number of
-picks per genome is small (typically 1/L), drawing a float per gene wastes almost all
-of the random numbers; ``GeneMask`` then draws how many genes to change (an exact
-binomial count by inverse CDF) and which ones (positions), so the cost follows the
-number of changes, not the genome length.
+picks per genome is small (typically 1/L), drawing a word per gene wastes almost all
+of the random numbers. ``GeneMask`` then draws one word per block of 32 genes, which
+decides the block's picks when it has at most two (``BlockPicks``), or, at rates where
+blocks with more are common, how many genes each genome changes (an exact binomial count
+by inverse CDF) and which ones (positions), so the cost follows the number of changes.
 """
 
 from __future__ import annotations
@@ -22,25 +23,117 @@ from course_lib.evo.rng import Rows
 
 # Draw positions instead of a word per gene while at most this many picks are expected.
 SPARSE_MEAN = 8.0
+# One word per block of 32 genes decides its picks while a block needs more words at most this often.
+BLOCK_ESCAPE = 2.0**-15
 # Under XLA, Floyd's first steps run on every row and the rest only on the rows that use them,
 # gathered this many at a time (GeneMask._tail).
 HEAD_STEPS, TAIL_ROWS = 4, 32
 
 
+def _floyd_draw(size, count: tf.Tensor, words: tf.Tensor, i) -> tuple[tf.Tensor, tf.Tensor]:
+    """Floyd's step i for a ``count``-subset of range(size): t uniform in [0, j] from a uint64 word
+    holding 32 random bits, and j = size - count + i (clamped where the step is unused, i >= count)."""
+    j = tf.minimum(size - count + i, size - 1)
+    t = tf.bitwise.right_shift(words * tf.cast(j + 1, tf.uint64), tf.constant(32, tf.uint64))  # multiply-high
+    return tf.cast(t, tf.int32), j
+
+
+def _floyd(size, count: tf.Tensor, draws: tf.Tensor, stop: int) -> list:
+    """Steps 0 .. stop - 1 of Floyd's algorithm, unrolled (few steps), one pick tensor per step: a step
+    takes j instead of t if t was picked before (j never was)."""
+    picks = []
+    for i in range(stop):
+        t, j = _floyd_draw(size, count, draws[..., i], i)
+        if picks:
+            t = tf.where(functools.reduce(tf.logical_or, [p == t for p in picks]), j, t)
+        picks.append(t)
+    return picks
+
+
+class BlockPicks:
+    """Picks with probability ``rate`` per gene, decided per block of 32 genes (one packed word) by one
+    uint32 word u when the block has at most two picks.
+
+    A block's count is Binomial(32, rate). With a = u mod 32 and b = (u >> 5) mod 32: u in [0, T0)
+    picks nothing; [T0, T1) picks gene a; [T1, T2) picks genes a and b (none when a = b, a share of
+    1/32 that [0, T0) is shortened by). T0 is a multiple of 32 and T1, T2 of 1024, so a, b are exactly
+    uniform and independent within each interval. The rest, [T2, 2**32), escapes: three or more picks,
+    plus what the intervals rounded off. An escaped block draws its count again, from the conditional
+    distribution of an escape, and its positions by Floyd's algorithm, so every block's picks have
+    their exact probabilities up to 2**-32. ``GeneMask`` uses this where escapes are rare. Blocks past
+    a genome's end are cut: independent picks per gene stay independent.
+    """
+
+    def __init__(self, rate: float):
+        bits, scale = packed.WORD_BITS, 2.0**32
+        pmf = [math.comb(bits, k) * rate**k * (1 - rate) ** (bits - k) * scale for k in range(bits + 1)]
+        # [T1, T2) has 31/32 pairs and 1/32 nothing, which must fit in P(nothing)
+        pairs = math.floor(min(pmf[2] * bits / (bits - 1), pmf[0] * bits) / bits**2) * bits**2
+        one = math.floor(pmf[1] / bits) * bits
+        self.t1 = math.floor((pmf[0] - pairs / bits + one) / bits**2) * bits**2
+        one = min(one, self.t1)  # where nothing is rare, the single picks shrink to fit below T1
+        self.t0, self.t2 = self.t1 - one, self.t1 + pairs
+        self.escape = (2**32 - self.t2) / scale  # the probability that a block escapes
+        # an escape's count k: a word w gives k = the number of thresholds <= w
+        weights = [pmf[0] - self.t0 - pairs / bits, pmf[1] - one, pmf[2] - pairs * (bits - 1) / bits] + pmf[3:]
+        cumulative = [math.fsum(weights[:k + 1]) / math.fsum(weights) for k in range(bits + 1)]
+        self.thresholds = [t for t in (round(c * 2**32) for c in cumulative) if t < 2**32]
+
+    def words(self, key: tf.Tensor, rows: Rows, size: int, onto: tf.Tensor | None = None) -> tf.Tensor:
+        """uint32 (B, W): the picks of genomes of ``size`` genes as bits of packed words, xor-ed onto
+        the packed genomes ``onto`` if given (then the escaped rows are redone on the result, which is
+        kept anyway, instead of on a mask XLA would otherwise have to keep)."""
+        n_words = packed.n_words(size)
+        valid = packed.interval_words(tf.zeros([1], tf.int32), tf.fill([1], size), n_words)
+        u = rng.bits(rng.fold_in(key, 6), rows, (n_words,))
+        bit = tf.ones([], tf.uint32)
+        one = tf.bitwise.left_shift(bit, u & 31)
+        two = one ^ tf.bitwise.left_shift(bit, tf.bitwise.right_shift(u, 5) & 31)
+        nothing = tf.zeros([], tf.uint32)  # also for an escape, redone below
+        picks = tf.where(u < self.t0, nothing, tf.where(u < self.t1, one, tf.where(u < self.t2, two, nothing)))
+        out = picks & valid if onto is None else onto ^ (picks & valid)
+        if self.t2 == 2**32:
+            return out
+
+        def trip(todo, out):
+            """One row with escapes: their picks drawn again and xor-ed in."""
+            r = tf.argmax(tf.cast(todo, tf.int32), output_type=tf.int32)
+            row = Rows(tf.cast(rows.start, tf.int32) + r, 1, rows.total)
+            escaped = rng.bits(rng.fold_in(key, 6), row, (n_words,))[0] >= self.t2  # u of row r, drawn again
+            redone = tf.where(escaped, self._escaped(key, row, n_words) & valid[0], nothing)
+            return todo & (tf.range(rows.size) != r), tf.tensor_scatter_nd_update(out, [[r]], (out[r] ^ redone)[None])
+
+        todo = tf.reduce_max(u, 1) >= self.t2
+        return tf.while_loop(lambda todo, _: tf.reduce_any(todo), trip, (todo, out))[1]
+
+    def _escaped(self, key: tf.Tensor, row: Rows, n_words: int) -> tf.Tensor:
+        """uint32 (W,): every block of one row drawn as an escape: a count, then Floyd's positions."""
+        k = len(self.thresholds)
+        words = rng.bits(rng.fold_in(key, 7), row, (n_words, k + 1))[0]
+        count = tf.reduce_sum(tf.cast(words[:, :1] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
+        picks = _floyd(packed.WORD_BITS, count, tf.cast(words[:, 1:], tf.uint64), k)
+        return tf.add_n([tf.where(i < count, tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(t, tf.uint32)),
+                                  tf.zeros([], tf.uint32)) for i, t in enumerate(picks)])  # distinct bits: sum = or
+
+
 class GeneMask:
     """The genes a per-gene ``rate`` picks in each genome of ``size`` genes.
 
-    Sparse form: a count k ~ Binomial(size, rate) per genome, exact up to 2**-32 (a
-    uint32 word against the CDF's thresholds), then k distinct positions, a uniform
-    k-subset by Floyd's algorithm, so each gene is picked with probability ``rate``
-    exactly (drawing with replacement would merge repeats and pick fewer). Dense form:
-    one word per gene against ``rate * 2**32``. Both forms give the same picks as bools
-    or packed words.
+    Block form (``BlockPicks``), where a block of 32 genes rarely has three picks or more: one
+    word per block. Sparse form, at rates where that is common but a genome expects few picks:
+    a count k ~ Binomial(size, rate) per genome, exact up to 2**-32 (a uint32 word against the
+    CDF's thresholds), then k distinct positions, a uniform k-subset by Floyd's algorithm, so
+    each gene is picked with probability ``rate`` exactly (drawing with replacement would merge
+    repeats and pick fewer). Dense form: one word per gene against ``rate * 2**32``. Every form
+    gives the same picks as bools or packed words.
     """
 
     def __init__(self, rate: float, size: int):
         self.rate, self.size = rate, size
-        self.thresholds = self._cdf_thresholds() if 0 < rate < 1 and rate * size <= SPARSE_MEAN else []
+        blocks = BlockPicks(rate) if 0 < rate < 1 else None
+        self.blocks = blocks if blocks and blocks.escape <= BLOCK_ESCAPE else None
+        rare = 0 < rate < 1 and rate * size <= SPARSE_MEAN and not self.blocks
+        self.thresholds = self._cdf_thresholds() if rare else []
         self.sparse = 0 < len(self.thresholds) <= size // 4
 
     def _cdf_thresholds(self) -> list[int]:
@@ -73,26 +166,9 @@ class GeneMask:
         draws = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (k,)), tf.uint64)
         h = min(k, HEAD_STEPS) if xla_active() else k
         # pinned together, so that XLA runs the steps once per row, not again for each later step
-        head = tf.stack(materialize(self._floyd(count, draws, h), key), 1)
+        head = tf.stack(materialize(_floyd(self.size, count, draws, h), key), 1)
         marks = mark(head, tf.range(h)[None, :] < count[:, None], lambda x: materialize(x, key))
         return marks if h == k else self._tail(marks, count, draws, head, mark)
-
-    def _draw(self, count: tf.Tensor, words: tf.Tensor, i) -> tuple[tf.Tensor, tf.Tensor]:
-        """Floyd's step i: t uniform in [0, j] from a word per row, and j = size - count + i
-        (clamped where the step is unused, i >= count)."""
-        j = tf.minimum(self.size - count + i, self.size - 1)
-        t = tf.bitwise.right_shift(words * tf.cast(j + 1, tf.uint64), tf.constant(32, tf.uint64))  # multiply-high
-        return tf.cast(t, tf.int32), j
-
-    def _floyd(self, count: tf.Tensor, draws: tf.Tensor, stop: int) -> list:
-        """Steps 0 .. stop - 1 of every row, unrolled (K is small), (n,) each."""
-        picks = []
-        for i in range(stop):
-            t, j = self._draw(count, draws[:, i], i)
-            if picks:
-                t = tf.where(functools.reduce(tf.logical_or, [p == t for p in picks]), j, t)
-            picks.append(t)
-        return picks
 
     def _tail(self, marks: tf.Tensor, count: tf.Tensor, draws: tf.Tensor, head: tf.Tensor, mark) -> tf.Tensor:
         """``marks`` with the later steps' picks added: the rows whose count exceeds the head's steps
@@ -109,7 +185,7 @@ class GeneMask:
             c, words = tf.gather(count, take), tf.gather(draws, take)
 
             def step(i, picks):
-                t, j = self._draw(c, tf.gather(words, i, axis=1), i)
+                t, j = _floyd_draw(self.size, c, tf.gather(words, i, axis=1), i)
                 t = tf.where(tf.reduce_any((picks == t[:, None]) & (column < i), 1), j, t)
                 return i + 1, tf.where(column == i, t[:, None], picks)
 
@@ -129,6 +205,8 @@ class GeneMask:
         """bool (B, size): picked genes."""
         if self.rate <= 0 or self.rate >= 1:
             return tf.fill((rows.size, self.size), self.rate >= 1)
+        if self.blocks:
+            return packed.words_to_bits(self.blocks.words(key, rows, self.size), self.size)
         if not self.sparse:
             return self._dense(key, rows)
 
@@ -138,8 +216,12 @@ class GeneMask:
 
         return self._picks(key, rows, mark)
 
-    def words(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
-        """uint32 (B, W): the same picks as bits of packed words."""
+    def words(self, key: tf.Tensor, rows: Rows, onto: tf.Tensor | None = None) -> tf.Tensor:
+        """uint32 (B, W): the same picks as bits of packed words, xor-ed onto packed genomes ``onto`` if given."""
+        if self.blocks:
+            return self.blocks.words(key, rows, self.size, onto)
+        if onto is not None:
+            return onto ^ self.words(key, rows)
         if not self.sparse:
             return packed.bits_to_words(self.genes(key, rows))
         column = tf.range(packed.n_words(self.size))[None, None, :]
@@ -185,7 +267,7 @@ class BitFlipMutation(Op):
         return tf.where(_picked(self.rate, _spec(x), key, rows), 1 - x, x)
 
     def apply_packed(self, inputs, key, rows, spec):
-        return rows.take(inputs[0]) ^ GeneMask(self.rate, spec.size).words(key, rows)
+        return GeneMask(self.rate, spec.size).words(key, rows, onto=rows.take(inputs[0]))
 
     def config(self):
         return {"rate": self.rate}
