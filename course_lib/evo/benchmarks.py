@@ -146,8 +146,7 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     @fusion.xla_function
     def run(genes, count):
         state = gen.start(packing.pack(genes) if packed else genes)
-        _, state = tf.while_loop(lambda i, s: i < count, lambda i, s: (i + 1, gen.step(s, i + 1)[0]),
-                                 (tf.constant(0), state))
+        _, state, _ = gen.loop(state, 0, lambda i, s: i < count, lambda hist, *_: hist, tf.zeros(()))
         return gen.unpack(state.population)
 
     count = tf.constant(generations)

@@ -360,12 +360,11 @@ class ReplicaWork:
 
     def _islands(self, state, hist, offset, generation, count, replica):
         """``count`` generations of one island in one while_loop; rows into ``hist`` from ``offset``."""
-        def body(i, state, hist):
-            state, row = self.gen.step(state, generation + i + 1, replica)
+        def record(hist, i, state, row):
             row = tf.concat([row, tf.stack([state.best_fitness, tf.cast(state.stale, tf.float32)])], 0)
-            return i + 1, state, tf.tensor_scatter_nd_update(hist, [[offset + i]], row[None])
+            return tf.tensor_scatter_nd_update(hist, [[offset + i]], row[None])
 
-        return tf.while_loop(lambda i, *_: i < count, body, (tf.constant(0), state, hist))[1:]
+        return self.gen.loop(state, generation, lambda i, s: i < count, record, hist, replica)[1:]
 
 
 class ReplicatedProgram:

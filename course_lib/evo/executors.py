@@ -154,12 +154,38 @@ class Generation:
                       tf.where(better, 0, state.stale + 1))
         return state, tf.stack([gen_best, tf.reduce_mean(values), tf.math.reduce_std(values)])
 
-    def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
-        """One whole generation on this device's rows."""
+    def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """One generation's pool, its fitness, and the pool rows selection keeps."""
         key = self.key(generation, replica)
         pool, pool_fit = self.pool(state.population, state.fitness, key)
-        idx = self.select(pool_fit, key)
+        return pool, pool_fit, self.select(pool_fit, key)
+
+    def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
+        """One whole generation on this device's rows."""
+        pool, pool_fit, idx = self.breed(state, generation, replica)
         return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
+
+    def loop(self, state: State, generation, more, record, hist, replica=None) -> tuple:
+        """Generations generation + 1, ... in one ``tf.while_loop`` while ``more(i, state)``; after each,
+        ``hist = record(hist, i, state, (best, mean, std))``. Returns (generations run, state, hist).
+
+        The loop carries each generation's pool and the rows selection kept, not the selected
+        population: gathering those rows where the next generation first reads them lets XLA fuse the
+        gather into that op's pass, instead of writing the population out and reading it back. The
+        first pass gathers rows 0..n-1 of the population tiled to the pool's size.
+        """
+        n = state.population.shape[0]
+
+        def body(i, state, kept, hist):
+            state = state._replace(population=tf.gather(state.population, kept))
+            pool, pool_fit, idx = self.breed(state, generation + i + 1, replica)
+            state, row = self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
+            return i + 1, state._replace(population=pool), idx, record(hist, i, state, row)
+
+        tiled = tf.tile(state.population, [self.factor] + [1] * (len(state.population.shape) - 1))
+        i, state, kept, hist = tf.while_loop(lambda i, s, k, h: more(i, s), body,
+                                             (tf.constant(0), state._replace(population=tiled), tf.range(n), hist))
+        return i, state._replace(population=tf.gather(state.population, kept)), hist
 
     def finished(self, best_fitness, stale, target, patience):
         return (self.sign * best_fitness >= self.sign * target) | (stale >= patience)
@@ -228,13 +254,10 @@ class OneDeviceProgram:
     def _run_fn(self, state, generation, count, target, patience):
         self.gen.traced()
 
-        def body(i, state, hist):
-            state, row = self.gen.step(state, generation + i + 1)
-            return i + 1, state, tf.tensor_scatter_nd_update(hist, [[i]], row[None])
-
-        i, state, hist = tf.while_loop(
-            lambda i, s, h: (i < count) & ~self.gen.finished(s.best_fitness, s.stale, target, patience), body,
-            (tf.constant(0), state, tf.zeros((self.chunk, len(STATS)))))
+        i, state, hist = self.gen.loop(
+            state, generation, lambda i, s: (i < count) & ~self.gen.finished(s.best_fitness, s.stale, target, patience),
+            lambda hist, i, state, row: tf.tensor_scatter_nd_update(hist, [[i]], row[None]),
+            tf.zeros((self.chunk, len(STATS))))
         unpacked = self._finish_fn(state.population, state.best) if self.packed else ()
         return state, i, hist, self.gen.finished(state.best_fitness, state.stale, target, patience), unpacked
 
