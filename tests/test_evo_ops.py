@@ -482,3 +482,12 @@ def test_block_picks_are_the_same_in_every_mode_batch_and_form(rate, size):
         assert mask.blocks and not mask.sparse
         bools = mask.genes(key, everyone).numpy()
         np.testing.assert_array_equal(np.packbits(bools, axis=1, bitorder="little").view(np.uint32), eager)
+
+
+def test_block_picks_at_a_rate_below_32_bits_pick_nothing_in_every_mode():
+    # every interval ends at 2**32, past what a uint32 comparison holds: the block form must still build
+    mask = GeneMask(1e-300, 100)
+    assert mask.blocks and mask.blocks.t2 == 2**32
+    rows = Rows.all(8)
+    assert mask.words(rng.key(1), rows).numpy().sum() == 0
+    assert fusion.xla_function(lambda k: mask.words(k, rows))(rng.key(1)).numpy().sum() == 0

@@ -76,7 +76,8 @@ class BlockPicks:
         self.escape = (2**32 - self.t2) / scale  # the probability that a block escapes
         # an escape's count k: a word w gives k = the number of thresholds <= w
         weights = [pmf[0] - self.t0 - pairs / bits, pmf[1] - one, pmf[2] - pairs * (bits - 1) / bits] + pmf[3:]
-        cumulative = [math.fsum(weights[:k + 1]) / math.fsum(weights) for k in range(bits + 1)]
+        total = math.fsum(weights) or 1.0  # 0: no escape at all (T2 = 2**32)
+        cumulative = [math.fsum(weights[:k + 1]) / total for k in range(bits + 1)]
         self.thresholds = [t for t in (round(c * 2**32) for c in cumulative) if t < 2**32]
 
     def words(self, key: tf.Tensor, rows: Rows, size: int, onto: tf.Tensor | None = None) -> tf.Tensor:
@@ -90,7 +91,11 @@ class BlockPicks:
         one = tf.bitwise.left_shift(bit, u & 31)
         two = one ^ tf.bitwise.left_shift(bit, tf.bitwise.right_shift(u, 5) & 31)
         nothing = tf.zeros([], tf.uint32)  # also for an escape, redone below
-        picks = tf.where(u < self.t0, nothing, tf.where(u < self.t1, one, tf.where(u < self.t2, two, nothing)))
+
+        def below(t):  # at rates too small for 32 bits an interval can end at 2**32, past uint32
+            return u < t if t < 2**32 else tf.ones_like(u, tf.bool)
+
+        picks = tf.where(below(self.t0), nothing, tf.where(below(self.t1), one, tf.where(below(self.t2), two, nothing)))
         out = picks & valid if onto is None else onto ^ (picks & valid)
         if self.t2 == 2**32:
             return out
