@@ -168,6 +168,8 @@ class Generation:
     def loop(self, state: State, generation, more, record, hist, replica=None) -> tuple:
         """Generations generation + 1, ... in one ``tf.while_loop`` while ``more(i, state)``; after each,
         ``hist = record(hist, i, state, (best, mean, std))``. Returns (generations run, state, hist).
+        ``more`` may read the state's fitness, best and stale fields, not its population: bit-packed,
+        that is the pool (below).
 
         Bit-packed, the loop carries each generation's pool and the rows selection kept, not the
         selected population: gathering those rows where the next generation first reads them lets XLA
