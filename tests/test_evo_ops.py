@@ -363,6 +363,19 @@ def test_pack_unpack_round_trip(shape):
     np.testing.assert_array_equal(packed.popcount(words).numpy(), x.numpy().reshape(5, -1).sum(1))
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"])
+def test_all_binary_sees_every_gene_other_than_0_and_1(dtype):
+    genes = np.zeros((3, 40), dtype)
+    genes[1, ::3] = 1
+    assert bool(packed.all_binary(tf.constant(genes)))
+    bad = [2, np.iinfo(dtype).max] + ([-1, np.iinfo(dtype).min] if np.iinfo(dtype).min < 0 else [])
+    for value in bad:
+        for row, col in [(0, 0), (2, 39)]:
+            wrong = genes.copy()
+            wrong[row, col] = value
+            assert not bool(packed.all_binary(tf.constant(wrong))), (value, row, col)
+
+
 PACKABLE = [evo.ops.BitFlipMutation(1 / 70), evo.ops.BitFlipMutation(0.3), evo.ops.UniformCrossover(),
             evo.ops.SinglePointCrossover(), evo.ops.TwoPointCrossover()]
 
