@@ -273,7 +273,8 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
     ``baseline`` defaults to the first variant. ``on_result(timing, done, total)`` is
     called after each variant, which is how the live widget updates as it goes.
     ``in_turns=True``: the variants take turns within each round (one call each, after each
-    variant's first call and ``warmup`` rounds), so drift in the machine's load hits them alike:
+    variant's first call and ``warmup`` rounds; each round starts one variant later), so drift in
+    the machine's load and what a variant leaves behind for the next hit them alike:
     what a ratio of a few percent needs on a shared machine. ``number`` must then be None or 1.
     """
     if not variants:
@@ -311,9 +312,12 @@ def _in_turns(variants: Mapping[str, Callable[[], Any]], repeats: int, warmup: i
         for name, fn in variants.items():
             _call(fn, name)
     times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(repeats):
-        for name, fn in variants.items():
-            times[name].append(_call(fn, name))
+    names = list(variants)
+    for r in range(repeats):
+        # each round starts one variant later, so no variant always runs right after the same one:
+        # a call straight after a long NumPy run measured up to 25% slower (caches, allocator, threads)
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(_call(variants[name], name))
     return [Timing(name=name, first_call_s=first[name], times_s=times[name], number=1) for name in variants]
 
 

@@ -186,10 +186,11 @@ def test_every_course_bench_command_is_made_by_the_skeleton(name):
 
 def test_compare_in_turns_times_every_variant_in_each_round():
     calls = []
-    cmp = bench.compare({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, baseline="a",
-                        repeats=3, warmup=1, in_turns=True)
-    assert calls == ["a", "b"] * 5 and cmp.names == ["a", "b"]
-    assert all(len(t.times_s) == 3 and t.number == 1 for t in cmp.timings)
+    cmp = bench.compare({v: lambda v=v: calls.append(v) for v in "abc"}, baseline="a",
+                        repeats=4, warmup=1, in_turns=True)
+    # first calls, one warm-up round, then timed rounds that each start one variant later
+    assert "".join(calls) == "abc" + "abc" + "abc" + "bca" + "cab" + "abc" and cmp.names == ["a", "b", "c"]
+    assert all(len(t.times_s) == 4 and t.number == 1 for t in cmp.timings)
     with pytest.raises(ValueError, match="in_turns times one call per variant per round; got number=5"):
         bench.compare({"a": lambda: 1}, number=5, in_turns=True)
     with pytest.raises(bench.BenchError, match="variant .b. raised ZeroDivisionError"):
