@@ -7,7 +7,6 @@ timeline as a PNG and the trace in Chrome's format (``trace.json``) for Perfetto
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import sys
@@ -19,6 +18,8 @@ from course_lib.profile.diagnosis import hypothesis
 from course_lib.profile.ops import op_stats
 from course_lib.profile.timeline import timeline
 from course_lib.profile.trace import ProfileError, Trace
+
+DEFAULT_OUT = "build/profiles/course-profile"
 
 
 def load_target(target: str):
@@ -66,18 +67,12 @@ def write(trace: Trace, out: str | Path) -> dict[str, Path]:
     return paths
 
 
-def main(argv: list[str]) -> int:
-    """The ``course profile`` command."""
-    p = argparse.ArgumentParser(prog="course profile", description=__doc__.splitlines()[0])
-    p.add_argument("target", help="MODULE:FUNCTION, a callable taking no arguments (one step)")
-    p.add_argument("--steps", type=int, default=3, help="profiled calls (default 3)")
-    p.add_argument("--warmup", type=int, default=1, help="unprofiled calls first (default 1)")
-    p.add_argument("--out", default="build/profiles/course-profile", help="output folder")
-    args = p.parse_args(argv)
+def run(target: str, *, steps: int = 3, warmup: int = 1, out: str | Path = DEFAULT_OUT) -> int:
+    """``course profile TARGET``: capture, write, print the hypothesis and the files; an exit code."""
     try:
-        fn = load_target(args.target)
-        out = Path(args.out)
-        trace = capture(fn, args.steps, warmup=args.warmup, logdir=out / "trace")
+        fn = load_target(target)
+        out = Path(out)
+        trace = capture(fn, steps, warmup=warmup, logdir=out / "trace")
         paths = write(trace, out)
     except (ProfileError, ValueError, TypeError) as exc:
         print(f"course profile: {exc}", file=sys.stderr)
