@@ -117,7 +117,8 @@ def storage_latency(read_s: float) -> Callable[[tf.data.Dataset], tf.data.Datase
     return testing.sleep(int(read_s * 1e6))
 
 
-def _images(parsed: dict, size: int):
+def images_and_labels(parsed: dict, size: int):
+    """Parsed examples (one or a batch) as float images in [0, 1] of shape (..., size, size, 1) and labels."""
     pixels = tf.io.decode_raw(parsed["image"], tf.uint8)
     images = tf.cast(tf.reshape(pixels, tf.concat([tf.shape(pixels)[:-1], [size, size, 1]], 0)), tf.float32) / 255
     return images, parsed["label"]
@@ -127,7 +128,7 @@ def sequential_pipeline(records: Records, batch: int = 32, read_s: float = 0.002
     """The pipeline as found: the files read one after another, each record parsed alone, nothing ahead."""
     files = tf.data.Dataset.from_tensor_slices(records.paths)
     raw = files.flat_map(tf.data.TFRecordDataset).apply(storage_latency(read_s))
-    parsed = raw.map(lambda r: _images(tf.io.parse_single_example(r, FEATURES), records.size))
+    parsed = raw.map(lambda r: images_and_labels(tf.io.parse_single_example(r, FEATURES), records.size))
     return parsed.batch(batch, drop_remainder=True).repeat()
 
 
@@ -138,7 +139,7 @@ def parallel_pipeline(records: Records, batch: int = 32, read_s: float = 0.002) 
                            cycle_length=len(records.paths), num_parallel_calls=len(records.paths),
                            deterministic=False)
     parsed = raw.batch(batch, drop_remainder=True).map(
-        lambda r: _images(tf.io.parse_example(r, FEATURES), records.size), num_parallel_calls=tf.data.AUTOTUNE)
+        lambda r: images_and_labels(tf.io.parse_example(r, FEATURES), records.size), num_parallel_calls=tf.data.AUTOTUNE)
     return parsed.repeat().prefetch(2)
 
 
