@@ -471,7 +471,7 @@ def _gpu_details(tf) -> list[str]:
 
         try:
             memory = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader"],
-                                    capture_output=True, text=True, timeout=10).stdout.split("\n")
+                                    check=False, capture_output=True, text=True, timeout=10).stdout.split("\n")
         except (OSError, subprocess.SubprocessError):
             memory = []
     out = []

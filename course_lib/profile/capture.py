@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from course_lib.profile.trace import ProfileError, Trace, read
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import keras
 import numpy as np

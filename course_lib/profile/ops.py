@@ -49,7 +49,7 @@ class OpTable:
             raise ValueError(f"of must be 'steps' or 'op time', got {of!r}")
         return next((r[f"% of {of}"] / 100 for r in self.rows if r[self.by] == name), 0.0)
 
-    def head(self, n: int = 10) -> "OpTable":
+    def head(self, n: int = 10) -> OpTable:
         return OpTable(self.rows[:n], self.by)
 
     def _repr_html_(self) -> str:

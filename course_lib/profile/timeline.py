@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 from course_lib.profile import kinds
 from course_lib.profile.trace import HOST_PLANE, Trace

@@ -126,13 +126,14 @@ def _nest(events: list[Event], first: int) -> None:
 
 def read(logdir: str | Path) -> Trace:
     """Read the newest trace under ``logdir`` (or the ``.xplane.pb`` file given) into a ``Trace``."""
+    from google.protobuf.message import DecodeError
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     path = find_xplane(logdir)
     space = xplane_pb2.XSpace()
     try:
         space.ParseFromString(path.read_bytes())
-    except Exception as exc:  # protobuf's DecodeError, or a truncated file
+    except DecodeError as exc:  # not a protobuf, or a truncated one
         raise ProfileError(f"{path} is not a profiler trace ({type(exc).__name__}: {exc}); "
                            "profile again, and let tf.profiler.experimental.stop() finish writing") from None
     raw = []
@@ -153,10 +154,10 @@ def read(logdir: str | Path) -> Trace:
     t0 = min(r[3] for r in raw)
     raw.sort(key=lambda r: (r[0], r[1], r[3], -r[4]))
     events: list[Event] = []
+    line_start = 0
     for i, (plane, thread, name, start_ns, dur_us, stats, display) in enumerate(raw):
-        if i == 0 or raw[i - 1][:2] != (plane, thread):
-            if events:
-                _nest(events, line_start)
+        if i and raw[i - 1][:2] != (plane, thread):
+            _nest(events, line_start)
             line_start = len(events)
         events.append(Event(plane, thread, name, (start_ns - t0) / 1e3, dur_us, stats, display))
     _nest(events, line_start)
