@@ -177,7 +177,7 @@ def decayed_train_step(size: int = 28, batch: int = 64, seed: int = 0, *, step_a
     images = tf.constant(rng.random((batch, size, size, 1), dtype=np.float32))
     labels = tf.constant(rng.integers(0, 10, batch))
 
-    @tf.function
+    @tf.function(autograph=False)  # plain Python around tensors: nothing for AutoGraph to convert
     def train_step(images, labels, step):
         rate = 0.05 * 0.999 ** tf.cast(step, tf.float32)
         with tf.GradientTape() as tape:
