@@ -1,7 +1,7 @@
 """The timeline: one lane per thread that did work, events coloured by kind, steps marked.
 
 Drawn with matplotlib, so it renders in a notebook, in a PNG and headless. Nested events are drawn
-inside their parents' lane, one band per nesting depth (the outermost at the bottom). ``steps``
+inside their thread's lane, one band per nesting depth (the outermost at the bottom). ``steps``
 zooms to some of the marked steps; several traces drawn with ``timelines`` share one time axis, so a
 faster program's steps are visibly shorter.
 """
@@ -18,10 +18,17 @@ from course_lib.profile.trace import HOST_PLANE, Trace
 MAX_DEPTH = 6  # deeper events (XLA's compiler passes, executor bookkeeping) are too thin to see
 
 
-def lane_name(plane: str, thread: str) -> str:
-    """A short label: thread pools lose their numeric ids, devices keep their plane."""
-    name = re.sub(r"/-?\d+$", "", thread)
-    return name if plane == HOST_PLANE else f"{plane.removeprefix('/device:')} {name}"
+def lane_names(threads: Sequence[tuple[str, str]]) -> list[str]:
+    """Short labels, one per (plane, thread): pool threads lose their numeric ids and are numbered instead
+    ("tf_Compute 1", "tf_Compute 2"); device lanes keep their plane."""
+    bases = [re.sub(r"/-?\d+$", "", t) if p == HOST_PLANE else f"{p.removeprefix('/device:')} {t}"
+             for p, t in threads]
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for base in bases:
+        seen[base] += 1
+        out.append(f"{base} {seen[base]}" if bases.count(base) > 1 else base)
+    return out
 
 
 def _window(trace: Trace, steps) -> tuple[float, float, list]:
@@ -37,10 +44,10 @@ def _window(trace: Trace, steps) -> tuple[float, float, list]:
     return chosen[0].start_us, chosen[-1].end_us, chosen
 
 
-def draw(trace: Trace, ax, steps: int | tuple[int, int] | None = None, title: str = "") -> set[str]:
-    """Draw ``trace`` on ``ax`` (x in ms from the first step shown); the kinds drawn."""
+def _bars(trace: Trace, steps) -> tuple[float, float, list, list, dict]:
+    """The window, the chosen steps, the lanes that did work in it (step thread first) and the bars."""
     lo, hi, chosen = _window(trace, steps)
-    bars: dict = defaultdict(list)  # (lane, depth, kind) -> [(start, width)]
+    bars: dict = defaultdict(list)  # (lane, depth, kind) -> [(start ms, width ms)]
     lanes: list = []
     for e in trace.events:
         if e.duration_us <= 0 or e.end_us <= lo or e.start_us >= hi or e.depth >= MAX_DEPTH:
@@ -48,22 +55,29 @@ def draw(trace: Trace, ax, steps: int | tuple[int, int] | None = None, title: st
         k = kinds.kind(e)
         if k == "step":
             continue
-        lane = lane_name(e.plane, e.thread)
+        lane = (e.plane, e.thread)
         if lane not in lanes:
             lanes.append(lane)
         start, end = max(e.start_us, lo), min(e.end_us, hi)
         bars[(lane, e.depth, k)].append(((start - lo) / 1e3, (end - start) / 1e3))
-    order = sorted(lanes, key=lambda n: (n != lane_name(HOST_PLANE, chosen[0].thread), lanes.index(n)))
+    main = (HOST_PLANE, chosen[0].thread)
+    lanes.sort(key=lambda lane: (lane != main, lane[0] != HOST_PLANE, lane_names([lane])[0], lane[1]))
+    return lo, hi, chosen, lanes, bars
+
+
+def draw(trace: Trace, ax, steps: int | tuple[int, int] | None = None, title: str = "") -> set[str]:
+    """Draw ``trace`` on ``ax`` (x in ms from the first step shown); the kinds drawn."""
+    lo, hi, chosen, lanes, bars = _bars(trace, steps)
     band = 0.85 / MAX_DEPTH
     for (lane, depth, k), spans in bars.items():
-        y = len(order) - 1 - order.index(lane)
+        y = len(lanes) - 1 - lanes.index(lane)
         ax.broken_barh(spans, (y - 0.42 + depth * band, band * 0.95), facecolors=kinds.COLOURS[k], linewidth=0)
     for s in chosen:
         x = (s.start_us - lo) / 1e3
         ax.axvline(x, color="k", lw=0.8, ls="--")
-        ax.text(x, len(order) - 0.45, f" step {s.number}", fontsize=8, va="bottom")
-    ax.set_yticks(range(len(order)), order[::-1], fontsize=8)
-    ax.set_ylim(-0.6, len(order) + 0.1)
+        ax.text(x, len(lanes) - 0.45, f" step {s.number}", fontsize=8, va="bottom")
+    ax.set_yticks(range(len(lanes)), lane_names(lanes)[::-1], fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) + 0.1)
     ax.set_xlim(0, (hi - lo) / 1e3)
     ax.set_xlabel("ms from the first step shown")
     if title:
@@ -85,7 +99,7 @@ def timelines(traces: Sequence[Trace], titles: Sequence[str] = (), steps=None, w
     traces = list(traces)
     if not traces:
         raise ValueError("timelines needs at least one trace")
-    heights = [1 + 0.35 * len({(e.plane, e.thread) for e in t.events}) for t in traces]
+    heights = [0.8 + 0.45 * len(_bars(t, steps)[3]) for t in traces]
     fig, axes = plt.subplots(len(traces), 1, figsize=(width, sum(heights) + 0.6), sharex=True,
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     drawn: set[str] = set()
