@@ -132,3 +132,11 @@ def test_capture_rejects_bad_arguments():
         profile.capture(42)
     with pytest.raises(ValueError, match="steps must be >= 1"):
         profile.capture(lambda: None, steps=0)
+
+
+def test_timeline_lanes_are_one_per_thread_with_short_names():
+    from course_lib.profile.timeline import lane_names
+
+    threads = [("/host:CPU", "python"), ("/host:CPU", "tf_Compute/123"), ("/host:CPU", "tf_Compute/-45"),
+               ("/device:GPU:0", "Stream #7(Compute)")]
+    assert lane_names(threads) == ["python", "tf_Compute 1", "tf_Compute 2", "GPU:0 Stream #7(Compute)"]
