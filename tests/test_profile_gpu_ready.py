@@ -5,17 +5,19 @@ the GPU fields (empty, or naming a CPU-only build, where there is none).
 """
 
 import os
+import runpy
 
 from course_lib import bench, kernel, processes
 
 GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 
 
-def test_kernels_get_memory_growth_from_their_config_and_their_manager():
-    namespace = {"c": type("Config", (), {"IPKernelApp": type("App", (), {})()})()}
+def test_kernels_get_memory_growth_from_their_config_and_their_manager(tmp_path):
+    config = kernel.write_config(tmp_path)  # what a kernel started by Lab runs at start-up
+    app = {"c": type("Config", (), {"IPKernelApp": type("App", (), {})()})()}
     saved = os.environ.pop(GROWTH, None)
     try:
-        exec(kernel.CONFIG, namespace)  # what a kernel started by Lab runs from ipython_kernel_config.py
+        runpy.run_path(str(config), init_globals=app)
         assert os.environ[GROWTH] == "true"
     finally:
         os.environ.pop(GROWTH, None)
