@@ -13,6 +13,7 @@ from course_lib import lectures
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # plots render without a display
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # quieter TensorFlow logs
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # test workers share a GPU: each takes what it uses
 
 _BY_PATH = {lec.path.resolve(): lec for lec in lectures.lectures()}
 

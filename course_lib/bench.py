@@ -448,8 +448,39 @@ def machine() -> dict:
             "numpy": np.__version__,
             "devices": [d.name for d in tf.config.list_logical_devices()],
             "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+            "gpu_details": _gpu_details(tf),
+            "cuda_build": _build_info(tf, "cuda_version"),
+            "cudnn_build": _build_info(tf, "cudnn_version"),
         }
     return dict(_MACHINE)
+
+
+def _build_info(tf, key: str) -> str:
+    """A version TensorFlow was built with (``tf.sysconfig.get_build_info``), or why there is none."""
+    info = tf.sysconfig.get_build_info()
+    return str(info[key]) if info.get(key) else ("none (a CPU-only build)" if not info.get("is_cuda_build")
+                                                  else "unknown")
+
+
+def _gpu_details(tf) -> list[str]:
+    """Each GPU's name, memory and compute capability; empty without one (then nothing is queried)."""
+    gpus = tf.config.list_physical_devices("GPU")
+    memory = []
+    if gpus:
+        import subprocess
+
+        try:
+            memory = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader"],
+                                    check=False, capture_output=True, text=True, timeout=10).stdout.split("\n")
+        except (OSError, subprocess.SubprocessError):
+            memory = []
+    out = []
+    for i, gpu in enumerate(gpus):
+        details = tf.config.experimental.get_device_details(gpu)
+        cc = ".".join(map(str, details.get("compute_capability", ()))) or "?"
+        mem = memory[i].strip() if i < len(memory) and memory[i].strip() else "memory unknown"
+        out.append(f"{gpu.name}: {details.get('device_name', '?')}, {mem}, compute capability {cc}")
+    return out
 
 
 def machine_summary(info: Mapping | None = None) -> str:

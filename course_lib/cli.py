@@ -1,4 +1,4 @@
-"""The ``course`` command: lectures, bench, exercises, check, doctor."""
+"""The ``course`` command: lectures, bench, exercises, check, profile, doctor."""
 
 from __future__ import annotations
 
@@ -134,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     chk = sub.add_parser("check", help="grade an exercise notebook (run in a scratch copy; exit 1 unless all pass)")
     chk.add_argument("notebook", help="exercises/NN_topic.ipynb or your copy of it")
 
+    prof = sub.add_parser("profile", help="profile a zero-argument callable: trace, tables, timeline PNG, Chrome JSON")
+    prof.add_argument("target", help="MODULE:FUNCTION, a callable taking no arguments that runs one step")
+    prof.add_argument("--steps", type=int, default=3, help="profiled calls (default 3)")
+    prof.add_argument("--warmup", type=int, default=1, help="unprofiled calls before (default 1)")
+    prof.add_argument("--out", default="build/profiles/course-profile", help="output folder")
+
     doc = sub.add_parser("doctor", help="versions, CPU features, devices, kernel registration")
     doc.add_argument("--json", action="store_true")
 
@@ -148,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         return _exercises(args)
     if args.command == "check":
         return _check(args)
+    if args.command == "profile":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        from course_lib.profile import report
+
+        return report.run(args.target, steps=args.steps, warmup=args.warmup, out=args.out)
     return _doctor(args)
 
 

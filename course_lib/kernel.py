@@ -12,10 +12,15 @@ warnings) still reaches the notebook.
 Kernels pick it up from ``ARGUMENTS`` (the papermill runner) or from a kernel config
 file (``write_config``: ``make kernel`` writes one into the course's environment, the
 browser test into its throw-away IPython folder). This module must not import TensorFlow.
+
+Both also set ``GPU_ENV``: TensorFlow otherwise reserves almost all of a GPU's memory in each process,
+so the second of several kernels (or test workers) sharing one GPU would find none left; with memory
+growth each takes what it uses. Without a GPU the variable does nothing. A value already set wins.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +29,11 @@ from ipykernel.iostream import OutStream as _IPyOutStream
 SETTING = "IPKernelApp.outstream_class"
 CLASS = "course_lib.kernel.OutStream"
 ARGUMENTS = [f"--{SETTING}={CLASS}"]
-CONFIG = f"c.{SETTING} = {CLASS!r}  # course_lib.kernel: TensorFlow's C++ log stays out of notebooks\n"
+GPU_ENV = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+CONFIG = (f"c.{SETTING} = {CLASS!r}  # course_lib.kernel: TensorFlow's C++ log stays out of notebooks\n"
+          "import os\n"
+          + "".join(f"os.environ.setdefault({k!r}, {v!r})  # course_lib.kernel: GPU memory grows as used\n"
+                    for k, v in GPU_ENV.items()))
 
 
 class OutStream(_IPyOutStream):
@@ -49,11 +58,13 @@ def write_config(folder: str | Path | None = None) -> Path:
 
 def logged_kernels(log) -> type:
     """A kernel manager class whose kernels write their stdout and stderr (TensorFlow's C++ log) to ``log``,
-    an open file: the runner's per-lecture log, or ``os.devnull`` where nobody reads it."""
+    an open file: the runner's per-lecture log, or ``os.devnull`` where nobody reads it; and whose
+    environment has ``GPU_ENV``."""
     from jupyter_client import AsyncKernelManager
 
     class LoggedKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
-            return await super().start_kernel(**dict(kw, stdout=log, stderr=log))
+            env = {**GPU_ENV, **kw.pop("env", os.environ)}
+            return await super().start_kernel(**dict(kw, env=env, stdout=log, stderr=log))
 
     return LoggedKernelManager

@@ -99,7 +99,7 @@ def run_many(target: str | None, each: Sequence[Mapping[str, str]], *, source: s
         raise ValueError("run_many needs one environment mapping per child, got none")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    base = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **dict(env or {})}
+    base = {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **dict(env or {})}
     if xla_flags is not None:
         base["TF_XLA_FLAGS"] = xla_flags
     base["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [os.getcwd()])  # the parent's imports

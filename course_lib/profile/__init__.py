@@ -1,0 +1,19 @@
+"""The TensorFlow profiler, read in the notebook: capture a few steps, then read the trace without a server.
+
+``capture`` profiles a callable; ``read`` parses a profiler log folder (``.xplane.pb``) into events;
+``timeline``/``timelines`` draw them; ``op_stats``, ``step_breakdown`` and ``counters`` turn them into
+tables; ``hypothesis`` says what the trace points at; ``write_chrome`` exports for Perfetto.
+"""
+
+from course_lib.profile.breakdown import CATEGORIES, Breakdown, step_breakdown
+from course_lib.profile.capture import capture
+from course_lib.profile.chrome import chrome_trace, write_chrome
+from course_lib.profile.counters import Counters, counters
+from course_lib.profile.diagnosis import Hypothesis, hypothesis
+from course_lib.profile.ops import OpTable, op_stats
+from course_lib.profile.timeline import timeline, timelines
+from course_lib.profile.trace import Event, ProfileError, Step, Trace, read
+
+__all__ = ["CATEGORIES", "Breakdown", "Counters", "Event", "Hypothesis", "OpTable", "ProfileError", "Step",
+           "Trace", "capture", "chrome_trace", "counters", "hypothesis", "op_stats", "read", "step_breakdown",
+           "timeline", "timelines", "write_chrome"]

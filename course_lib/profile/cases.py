@@ -1,0 +1,203 @@
+"""The programs lecture 16 profiles without being told what is wrong with them, and their fixes.
+
+Three slow programs from earlier lectures, each a zero-argument step: a GAN step that reads its whole
+dataset again every step (06), a training loop fed by a tf.data pipeline that reads its records one
+after another and parses them one at a time (04), and a training step that retraces on every call
+(02). Once the GAN step reads its data only once, it is a program whose time is the model's own.
+``variants`` functions return widget builders: ``{"as found": ..., "fixed": ...}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from course_lib import graphs
+from course_lib.models import gan as gan_lib
+
+Builder = Callable[..., Callable[[], Any]]
+
+
+# -- 1. the GAN step that reads its data again ------------------------------------------------------------
+
+def gan_step(size: int = 28, batch: int = 64, n_images: int = 70_000, *, reload: bool = True,
+             seed: int = 0) -> Callable[[], Any]:
+    """A GAN training step: a batch of real images and noise drawn with NumPy, then one compiled update.
+
+    As found (``reload=True``) the batch is drawn from the dataset file, read and decoded again every
+    step (``gan.fetch_real_batch_reloading``); the fix reads it once and draws from memory. The update
+    (``gan.update``, both networks, one ``tf.function``) is the same in both.
+    """
+    model = gan_lib.GAN(size, seed=seed)
+    update = tf.function(lambda real, z, labels: gan_lib.update(model, real, z, labels))
+    rng = np.random.default_rng(seed)
+    labels = gan_lib.numpy_labels(batch)
+    images = None if reload else gan_lib.load_dataset(gan_lib.dataset_file(size, n_images))
+
+    def step():
+        if images is None:
+            real = gan_lib.fetch_real_batch_reloading(batch, rng, size, n_images)
+        else:
+            real = gan_lib.fetch_real_batch(images, batch, rng)
+        z = rng.uniform(-1, 1, (batch, model.latent_dim)).astype(np.float32)
+        return update(real, z, labels)
+
+    return step
+
+
+def gan_variants(size: int = 28, batch: int = 64, n_images: int = 70_000) -> dict[str, Builder]:
+    """The GAN step as found (reading its data again each step) and fixed (data read once)."""
+    return {"as found": lambda: gan_step(size, batch, n_images, reload=True),
+            "fixed": lambda: gan_step(size, batch, n_images, reload=False)}
+
+
+def conv_share(table) -> float:
+    """The share of all op time that went to convolutions (forward and both gradients) in an op table."""
+    return sum(r["% of op time"] for r in table.rows if "Conv" in str(r[table.by])) / 100
+
+
+# -- 2. the input pipeline --------------------------------------------------------------------------------
+
+FEATURES = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+
+
+@dataclass
+class Records:
+    """TFRecord files of serialized ``tf.train.Example``s (28x28 uint8 images and labels) in a temporary folder."""
+
+    folder: Path
+    paths: list[str]
+    per_file: int
+    size: int
+
+    @property
+    def n_records(self) -> int:
+        return len(self.paths) * self.per_file
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def write_records(n_files: int = 16, per_file: int = 16, size: int = 28, seed: int = 0) -> Records:
+    """Write ``n_files`` TFRecord files of ``per_file`` images each (random pixels, seeded)."""
+    if n_files < 1 or per_file < 1:
+        raise ValueError(f"n_files and per_file must be >= 1, got {n_files} and {per_file}")
+    rng = np.random.default_rng(seed)
+    folder = Path(tempfile.mkdtemp(prefix="course-records-"))
+    paths = []
+    for f in range(n_files):
+        path = folder / f"part-{f:03d}.tfrecord"
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for _ in range(per_file):
+                pixels = rng.integers(0, 256, (size, size), dtype=np.uint8)
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels.tobytes()])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(rng.integers(10))]))}))
+                writer.write(example.SerializeToString())
+        paths.append(str(path))
+    return Records(folder, paths, per_file, size)
+
+
+def storage_latency(read_s: float) -> Callable[[tf.data.Dataset], tf.data.Dataset]:
+    """Hold each record ``read_s`` seconds, as reading it from remote storage would (simulated).
+
+    tf.data's own test transformation sleeps in C++ on the thread that reads the record, so parallel
+    reads overlap their waits as real ones would, without Python's lock.
+    """
+    from tensorflow.python.data.experimental.ops import testing
+
+    return testing.sleep(int(read_s * 1e6))
+
+
+def images_and_labels(parsed: dict, size: int):
+    """Parsed examples (one or a batch) as float images in [0, 1] of shape (..., size, size, 1) and labels."""
+    pixels = tf.io.decode_raw(parsed["image"], tf.uint8)
+    images = tf.cast(tf.reshape(pixels, tf.concat([tf.shape(pixels)[:-1], [size, size, 1]], 0)), tf.float32) / 255
+    return images, parsed["label"]
+
+
+def sequential_pipeline(records: Records, batch: int = 32, read_s: float = 0.002) -> tf.data.Dataset:
+    """The pipeline as found: the files read one after another, each record parsed alone, nothing ahead."""
+    files = tf.data.Dataset.from_tensor_slices(records.paths)
+    raw = files.flat_map(tf.data.TFRecordDataset).apply(storage_latency(read_s))
+    parsed = raw.map(lambda r: images_and_labels(tf.io.parse_single_example(r, FEATURES), records.size))
+    return parsed.batch(batch, drop_remainder=True).repeat()
+
+
+def parallel_pipeline(records: Records, batch: int = 32, read_s: float = 0.002) -> tf.data.Dataset:
+    """The fix: all files read at once, whole batches parsed in one op, the next batches made ahead."""
+    files = tf.data.Dataset.from_tensor_slices(records.paths)
+    raw = files.interleave(lambda p: tf.data.TFRecordDataset(p).apply(storage_latency(read_s)),
+                           cycle_length=len(records.paths), num_parallel_calls=len(records.paths),
+                           deterministic=False)
+    parsed = raw.batch(batch, drop_remainder=True).map(
+        lambda r: images_and_labels(tf.io.parse_example(r, FEATURES), records.size), num_parallel_calls=tf.data.AUTOTUNE)
+    return parsed.repeat().prefetch(2)
+
+
+def classifier_step(dataset: tf.data.Dataset, size: int = 28, seed: int = 0) -> Callable[[], Any]:
+    """A training loop's step: the next batch from ``dataset``, one update of a small classifier."""
+    keras.utils.set_random_seed(seed)
+    model = graphs.conv_model(size)
+    train = tf.function(graphs.make_train_step(model, keras.optimizers.SGD(0.05),
+                                               keras.losses.SparseCategoricalCrossentropy(from_logits=True)))
+    batches = iter(dataset)
+    return lambda: train(*next(batches))
+
+
+def pipeline_variants(records: Records, batch: int = 32, read_s: float = 0.002) -> dict[str, Builder]:
+    """The training loop fed by the pipeline as found and by the fixed one."""
+    return {"as found": lambda: classifier_step(sequential_pipeline(records, batch, read_s), records.size),
+            "fixed": lambda: classifier_step(parallel_pipeline(records, batch, read_s), records.size)}
+
+
+# -- 3. the step that retraces -------------------------------------------------------------------------------
+
+def decayed_train_step(size: int = 28, batch: int = 64, seed: int = 0, *, step_as_tensor: bool = False):
+    """A training step whose learning rate decays with the step number, called with a new number each time.
+
+    As found the number is a Python int, part of the function's signature, so every call traces the
+    step again; the fix passes it as a tensor, which keeps one graph. The step's ``.function`` is the
+    ``tf.function``, for counting its traces.
+    """
+    keras.utils.set_random_seed(seed)
+    model = graphs.conv_model(size)
+    model.build((None, size, size, 1))
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rng = np.random.default_rng(seed)
+    images = tf.constant(rng.random((batch, size, size, 1), dtype=np.float32))
+    labels = tf.constant(rng.integers(0, 10, batch))
+
+    @tf.function(autograph=False)  # plain Python around tensors: nothing for AutoGraph to convert
+    def train_step(images, labels, step):
+        rate = 0.05 * 0.999 ** tf.cast(step, tf.float32)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(images, training=True))
+        for var, grad in zip(model.trainable_variables, tape.gradient(loss, model.trainable_variables)):
+            var.assign_sub(rate * grad)
+        return loss
+
+    counter = itertools.count()
+    if step_as_tensor:
+        def run():
+            return train_step(images, labels, tf.constant(next(counter)))
+    else:
+        def run():
+            return train_step(images, labels, next(counter))
+    run.function = train_step
+    return run
+
+
+def retrace_variants(size: int = 28, batch: int = 64) -> dict[str, Builder]:
+    """The retracing step as found and fixed."""
+    return {"as found": lambda: decayed_train_step(size, batch),
+            "fixed": lambda: decayed_train_step(size, batch, step_as_tensor=True)}

@@ -1,0 +1,69 @@
+"""The hypothesis a trace supports: the category that took most of the steps, said as a sentence.
+
+Every number in the sentence is read from the trace (the step breakdown, the counters, the op
+table), so a re-run renders its own; the fixed words name the mechanism and what usually fixes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from course_lib.profile.breakdown import Breakdown, step_breakdown
+from course_lib.profile.counters import Counters, counters
+from course_lib.profile.ops import OpTable, op_stats
+from course_lib.profile.trace import Trace
+
+
+@dataclass
+class Hypothesis:
+    """What the trace points at: ``bottleneck`` (a breakdown category), its ``share``, the ``sentence``."""
+
+    bottleneck: str
+    share: float
+    sentence: str
+    breakdown: Breakdown
+    counters: Counters
+    ops: OpTable
+
+    def __str__(self) -> str:
+        return self.sentence
+
+    def _repr_markdown_(self) -> str:
+        return f"**Hypothesis:** {self.sentence}"
+
+    __repr__ = __str__
+
+
+def _per_step(n: int, steps: int) -> str:
+    per = n / steps
+    return f"{per:.0f}" if per == int(per) else f"{per:.1f}"
+
+
+def hypothesis(trace: Trace) -> Hypothesis:
+    """Read the bottleneck from ``trace``: the breakdown's largest category, with the counts behind it."""
+    b, c, ops = step_breakdown(trace), counters(trace), op_stats(trace)
+    cat = b.dominant
+    share, steps = b.share(cat), c.steps
+    if cat == "input":
+        text = (f"{share:.0%} of each step waits for input: the step thread sits in tf.data's IteratorGetNext "
+                "while the pipeline produces the next batch; make the pipeline keep up (read in parallel, "
+                "parse whole batches, prefetch)")
+    elif cat == "tracing":
+        names = ", ".join(sorted(c.traces)) or "a function"
+        text = (f"{share:.0%} of each step builds graphs: {c.retraces} retraces of {names} in {steps} steps; "
+                "give the function arguments that keep its signature (tensors, not new Python values)")
+    elif cat == "compile":
+        text = (f"{share:.0%} of each step compiles with XLA: {c.xla_compilations} compilations in {steps} "
+                "steps; keep the shapes and Python arguments the compiled function sees the same")
+    elif cat == "python":
+        text = (f"{share:.0%} of each step runs no TensorFlow on the step thread: the time goes to the "
+                "program's own Python between the ops; find what that Python does every step, and do it "
+                "once, or in TensorFlow")
+    elif cat == "eager":
+        text = (f"{share:.0%} of each step dispatches ops one at a time ({_per_step(c.eager_ops, steps)} eager "
+                "ops per step): trace the step into one tf.function")
+    else:
+        lead = ops.leader if ops.rows else "no op"
+        text = (f"{share:.0%} of each step runs inside traced functions, and {lead} leads the op time with "
+                f"{ops.share(lead, of='op time'):.0%} of it: what remains is the ops' own arithmetic")
+    return Hypothesis(cat, share, text, b, c, ops)

@@ -1,0 +1,142 @@
+"""course_lib.profile on traces of known programs: steps, ops, retraces, input waiting, export, errors."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import profile
+from course_lib.profile import cases
+
+K = 3  # profiled steps
+OPS = ("AddV2", "Mul", "Maximum", "Sum")
+
+
+@tf.function
+def four_ops(x, y):
+    return tf.reduce_sum(tf.maximum((x + y) * y, x))
+
+
+@pytest.fixture(scope="module")
+def known_trace():
+    x, y = tf.ones([32]), tf.fill([32], 2.0)
+    return profile.capture(lambda: four_ops(x, y), steps=K)
+
+
+def test_a_function_of_n_ops_called_k_times_gives_k_steps_and_those_ops(known_trace):
+    assert [s.number for s in known_trace.steps] == list(range(K))
+    table = profile.op_stats(known_trace)
+    calls = {r["op type"]: r["calls"] for r in table.rows}
+    for op in OPS:
+        assert calls.get(op) == K, f"{op}: {calls}"
+    counts = profile.counters(known_trace)
+    assert counts.calls["four_ops"] == K and counts.retraces == 0 and counts.xla_compilations == 0
+    per_op = {r["op"] for r in profile.op_stats(known_trace, by="op").rows}
+    assert {"add", "mul", "Maximum", "Sum"} <= per_op, per_op
+
+
+def test_breakdown_shares_add_up_and_the_function_shows(known_trace):
+    b = profile.step_breakdown(known_trace)
+    assert len(b.rows) == K
+    for part, step in zip(b.parts, b.steps):
+        total = sum(part[c] for c in profile.CATEGORIES)
+        assert total == pytest.approx(step.duration_us, rel=1e-6)
+        assert 0 <= part["idle"] <= step.duration_us
+    assert b.share("function") > 0
+    with pytest.raises(ValueError, match="unknown category"):
+        b.share("waiting")
+
+
+def test_a_retracing_function_shows_its_traces():
+    f = tf.function(lambda x, n: x * n)
+    counter = iter(range(100))
+    trace = profile.capture(lambda: f(tf.ones([4]), next(counter)), steps=K)
+    counts = profile.counters(trace)
+    assert counts.retraces == K and sum(counts.calls.values()) == K
+    assert profile.step_breakdown(trace).share("tracing") > 0
+
+
+def test_a_tensor_argument_does_not_retrace():
+    f = tf.function(lambda x, n: x * n)
+    counter = iter(range(100))
+    trace = profile.capture(lambda: f(tf.ones([4]), tf.constant(float(next(counter)))), steps=K)
+    assert profile.counters(trace).retraces == 0
+
+
+def test_a_sleeping_tf_data_stage_shows_input_waiting():
+    dataset = tf.data.Dataset.range(10_000).apply(cases.storage_latency(0.02))
+    batches = iter(dataset)
+    trace = profile.capture(lambda: next(batches), steps=K)
+    h = profile.hypothesis(trace)
+    assert h.bottleneck == "input" and h.breakdown.share("input") > 0.5
+    assert "waits for input" in h.sentence
+
+
+def test_py_function_calls_and_xla_compilations_are_counted():
+    square = tf.function(lambda x: x * x, jit_compile=True)
+    sizes = iter(range(1, 100))
+    trace = profile.capture(lambda: (tf.py_function(np.square, [tf.ones([2])], tf.float32),
+                                     square(tf.ones([next(sizes)]))), steps=2)
+    counts = profile.counters(trace)
+    assert counts.py_function_calls == 2
+    assert counts.xla_compilations == 2
+
+
+def test_chrome_export_is_valid_json_with_every_event(known_trace, tmp_path):
+    path = profile.write_chrome(known_trace, tmp_path / "sub" / "trace.json")
+    data = json.loads(path.read_text())
+    complete = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert len(complete) == len(known_trace.events)
+    threads = {e["args"]["name"] for e in data["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {e.thread for e in known_trace.events} == threads
+
+
+def test_timeline_builds_headless(known_trace):
+    import matplotlib.pyplot as plt
+
+    for fig in (profile.timeline(known_trace, steps=1, title="one step"),
+                profile.timelines([known_trace, known_trace], ["a", "b"], steps=(0, 1))):
+        fig.savefig(io.BytesIO(), format="png")
+        plt.close(fig)
+    with pytest.raises(ValueError, match="no marked step"):
+        profile.timeline(known_trace, steps=99)
+
+
+def test_missing_and_empty_log_folders_get_clear_errors(tmp_path):
+    with pytest.raises(profile.ProfileError, match="no log folder"):
+        profile.read(tmp_path / "missing")
+    with pytest.raises(profile.ProfileError, match="holds no .xplane.pb"):
+        profile.read(tmp_path)
+    bad = tmp_path / "plugins" / "profile" / "run" / "host.xplane.pb"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"\xff\xff not a protobuf")
+    with pytest.raises(profile.ProfileError, match="not a profiler trace"):
+        profile.read(tmp_path)
+
+
+def test_a_trace_with_no_steps_gets_a_clear_error(tmp_path):
+    tf.profiler.experimental.start(str(tmp_path))
+    four_ops(tf.ones([8]), tf.ones([8]))
+    tf.profiler.experimental.stop()
+    trace = profile.read(tmp_path)
+    assert trace.events and not trace.steps
+    for analysis in (profile.step_breakdown, profile.op_stats, profile.counters, profile.timeline):
+        with pytest.raises(profile.ProfileError, match="marks no steps"):
+            analysis(trace)
+
+
+def test_capture_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="zero-argument callable"):
+        profile.capture(42)
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        profile.capture(lambda: None, steps=0)
+
+
+def test_timeline_lanes_are_one_per_thread_with_short_names():
+    from course_lib.profile.timeline import lane_names
+
+    threads = [("/host:CPU", "python"), ("/host:CPU", "tf_Compute/123"), ("/host:CPU", "tf_Compute/-45"),
+               ("/device:GPU:0", "Stream #7(Compute)")]
+    assert lane_names(threads) == ["python", "tf_Compute 1", "tf_Compute 2", "GPU:0 Stream #7(Compute)"]
