@@ -215,11 +215,10 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        widths = (22, 16, 12, 18, 8)
-        lines = ["".join(c.ljust(w) for c, w in zip(self.COLUMNS, widths))]
-        for name, first, med, spread, sp in self.rows():
-            cells = (name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
-            lines.append("".join(c.ljust(w) for c, w in zip(cells, widths)))
+        rows = [self.COLUMNS] + [(name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
+                                 for name, first, med, spread, sp in self.rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(self.COLUMNS))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
         return header + "\n".join(lines) + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})"
 
     def _repr_html_(self) -> str:
