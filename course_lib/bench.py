@@ -431,6 +431,18 @@ def _cpu_model_and_flags() -> tuple[str, list[str]]:
     return model, flags
 
 
+def onednn_enabled() -> bool | None:
+    """Whether this TensorFlow runs its CPU kernels through oneDNN: it depends on the wheel, the processor's
+    features and ``TF_ENABLE_ONEDNN_OPTS``, so it is read from the running TensorFlow (None when it cannot
+    tell)."""
+    try:  # the wheel's own answer; a private module, so it may move
+        from tensorflow.python.util import _pywrap_util_port
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        flag = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+        return None if flag is None else flag.strip().lower() in ("1", "true")
+
+
 def machine() -> dict:
     """What the numbers were measured on: CPU model and features, cores, versions, devices."""
     global _MACHINE
@@ -447,6 +459,7 @@ def machine() -> dict:
             "numpy": np.__version__,
             "devices": [d.name for d in tf.config.list_logical_devices()],
             "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+            "onednn": {True: "on", False: "off", None: "unknown"}[onednn_enabled()],
         }
     return dict(_MACHINE)
 

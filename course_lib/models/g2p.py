@@ -558,27 +558,15 @@ def study_rows() -> list[dict]:
     return [{"step (published study)": step, "speedup, as published": ratio} for step, ratio in STUDY]
 
 
-def onednn_enabled() -> bool | None:
-    """Whether this TensorFlow runs its CPU kernels through oneDNN (None when it cannot tell)."""
-    flag = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
-    if flag is not None:
-        return flag.strip().lower() in ("1", "true")
-    try:  # the wheel's own answer; a private module, so it may move
-        from tensorflow.python.util import _pywrap_util_port
-        return bool(_pywrap_util_port.IsMklEnabled())
-    except (ImportError, AttributeError):
-        return None
-
-
 def wheel_report() -> list[dict]:
     """What the stock wheel gives on this machine, next to what the study had to build by hand."""
     info = bench.machine()
-    dnn = onednn_enabled()
+    dnn = bench.onednn_enabled()
     return [
         {"what": "CPU features the processor has", "this machine": ", ".join(info["cpu_flags"]) or "none found",
          "the study": "AVX2, FMA (needed a source build to use them)"},
         {"what": "oneDNN (formerly MKL-DNN) kernels", "this machine":
-            {True: "on (default in the x86 wheel)", False: "off", None: "unknown"}[dnn],
+            {True: "on", False: "off", None: "unknown"}[dnn],
          "the study": "separate MKL build"},
         {"what": "TensorFlow", "this machine": info["tensorflow"], "the study": "1.x"},
         {"what": "cores", "this machine": str(info["cores"]), "the study": "limited to one"},
