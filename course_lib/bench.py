@@ -215,11 +215,10 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        rows = [self.COLUMNS] + [(name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
-                                 for name, first, med, spread, sp in self.rows()]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(self.COLUMNS))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-        return header + "\n".join(lines) + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})"
+        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
+                for name, first, med, spread, sp in self.rows()]
+        return (header + text_table(self.COLUMNS, rows)
+                + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})")
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.COLUMNS)
@@ -474,6 +473,13 @@ def machine_summary(info: Mapping | None = None) -> str:
     flags = "/".join(f.upper() for f in info.get("cpu_flags", []) if f in ("avx2", "fma", "avx512f"))
     return (f"{info.get('cpu', '?')} ({info.get('cores', '?')} cores{', ' + flags if flags else ''}), "
             f"{accel}, TF {info.get('tensorflow', '?')}")
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Plain-text columns, each as wide as its longest cell, two spaces apart."""
+    rows = [tuple(header)] + [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
 
 def table(rows: Iterable[Mapping[str, Any]]) -> str:

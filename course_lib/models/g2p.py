@@ -526,10 +526,9 @@ class LatencyTable:
         return rows
 
     def __repr__(self) -> str:
-        lines = ["  ".join(f"{k}" for k in self.rows()[0])]
-        for row in self.rows():
-            lines.append("  ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.values()))
-        return "\n".join(lines) + f"\n(milliseconds per call; speedup over {self.baseline})"
+        rows = self.rows()
+        cells = [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
+        return bench.text_table(list(rows[0]), cells) + f"\n(milliseconds per call; speedup over {self.baseline})"
 
     def _repr_html_(self) -> str:
         first = next(iter(self.comparisons.values()))
