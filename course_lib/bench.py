@@ -215,12 +215,10 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        widths = (22, 16, 12, 18, 8)
-        lines = ["".join(c.ljust(w) for c, w in zip(self.COLUMNS, widths))]
-        for name, first, med, spread, sp in self.rows():
-            cells = (name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
-            lines.append("".join(c.ljust(w) for c, w in zip(cells, widths)))
-        return header + "\n".join(lines) + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})"
+        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
+                for name, first, med, spread, sp in self.rows()]
+        return (header + text_table(self.COLUMNS, rows)
+                + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})")
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.COLUMNS)
@@ -432,6 +430,18 @@ def _cpu_model_and_flags() -> tuple[str, list[str]]:
     return model, flags
 
 
+def onednn_enabled() -> bool | None:
+    """Whether this TensorFlow runs its CPU kernels through oneDNN: it depends on the wheel, the processor's
+    features and ``TF_ENABLE_ONEDNN_OPTS``, so it is read from the running TensorFlow (None when it cannot
+    tell)."""
+    try:  # the wheel's own answer; a private module, so it may move
+        from tensorflow.python.util import _pywrap_util_port
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        flag = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+        return None if flag is None else flag.strip().lower() in ("1", "true")
+
+
 def machine() -> dict:
     """What the numbers were measured on: CPU model and features, cores, versions, devices."""
     global _MACHINE
@@ -451,6 +461,7 @@ def machine() -> dict:
             "gpu_details": _gpu_details(tf),
             "cuda_build": _build_info(tf, "cuda_version"),
             "cudnn_build": _build_info(tf, "cudnn_version"),
+            "onednn": {True: "on", False: "off", None: "unknown"}[onednn_enabled()],
         }
     return dict(_MACHINE)
 
@@ -493,6 +504,13 @@ def machine_summary(info: Mapping | None = None) -> str:
     flags = "/".join(f.upper() for f in info.get("cpu_flags", []) if f in ("avx2", "fma", "avx512f"))
     return (f"{info.get('cpu', '?')} ({info.get('cores', '?')} cores{', ' + flags if flags else ''}), "
             f"{accel}, TF {info.get('tensorflow', '?')}")
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Plain-text columns, each as wide as its longest cell, two spaces apart."""
+    rows = [tuple(header)] + [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
 
 def table(rows: Iterable[Mapping[str, Any]]) -> str:

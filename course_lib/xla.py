@@ -354,19 +354,28 @@ def elementwise_chain(x):
     return y
 
 
-def random_numbers(x):
-    """Mostly random-number generation (counter-based Philox), which TensorFlow's kernels vectorise
-    and spread over threads and XLA's CPU code does not do as well."""
-    return tf.random.stateless_normal(tf.shape(x), seed=(1, 2)) * 0.1 + x
+def random_numbers(x, seed):
+    """Mostly random-number generation (counter-based Philox, then a transform to a normal distribution).
+    ``seed`` is a tensor argument: with a constant seed and a static shape the graph's constant folding
+    could draw the numbers once, when the graph is optimised, and every call would only add them."""
+    return tf.random.stateless_normal(tf.shape(x), seed=seed) * 0.1 + x
 
 
 WORKLOADS: dict[str, Callable] = {"elementwise chain": elementwise_chain, "random numbers": random_numbers}
+SEED = (1, 2)  # the seed the random-numbers workload receives as an argument
 
 
 def workload_input(n: int, seed: int = 0):
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a whole number of elements >= 1, got {n!r}")
     return tf.random.stateless_uniform([int(n)], seed=(seed, 0), minval=-1.0, maxval=1.0)
+
+
+def workload_args(workload: str, n: int) -> tuple:
+    """The arguments a workload is called with: the input vector, and for random numbers the seed tensor."""
+    _workload(workload)
+    x = workload_input(n)
+    return (x, tf.constant(SEED, tf.int32)) if workload == "random numbers" else (x,)
 
 
 def _workload(name: str) -> Callable:
@@ -382,8 +391,8 @@ def workload_variants() -> dict[str, Callable[..., Callable]]:
     def builder(jit_compile: bool):
         def build(workload: str = "elementwise chain", n: int = 1_000_000):
             fn = tf.function(_workload(workload), jit_compile=jit_compile)
-            x = workload_input(n)
-            return lambda: fn(x)
+            args = workload_args(workload, n)
+            return lambda: fn(*args)
         return build
 
     return {GRAPH: builder(False), JIT: builder(True)}
@@ -441,6 +450,60 @@ def break_even_calls(comparison: bench.Comparison, variant: str, over: str | Non
     return float("inf") if saving <= 0 else extra / saving
 
 
+# -- The machine code XLA generates: its own code, or a call into the C library --------------------
+
+ELEMENTWISE: dict[str, Callable] = {
+    "sin(x)": tf.sin, "cos(x)": tf.cos, "exp(x)": tf.exp, "tanh(x)": tf.tanh,
+    "sqrt(x²+1)": lambda v: tf.sqrt(v * v + 1.0),
+}
+# Single-precision functions of the C maths library that compiled code may call instead of inlining.
+LIBM = ("sinf", "cosf", "tanf", "expf", "logf", "tanhf", "powf", "sqrtf", "sin", "cos", "exp", "log",
+        "tanh", "pow", "sqrt")
+
+
+@dataclass
+class CompiledCode:
+    """What XLA's CPU backend made of one elementwise function: the LLVM intrinsics its optimised IR calls
+    (``llvm.sin.v8f32``: a sine of 8 floats, left to LLVM to implement) and the C-library functions the
+    object code it produced links to (``sinf``: the C library's scalar sine, called once per element)."""
+
+    name: str
+    intrinsics: list[str]
+    library_calls: list[str]
+
+
+def compiled_code_worker(names: Sequence[str], folder: str, n: int = 1024) -> list[dict]:
+    """Runs in a fresh process started with ``XLA_FLAGS=--xla_dump_to=folder``: compile each
+    ``ELEMENTWISE[name]`` with XLA in turn and read the files its compilation dumped."""
+    seen: set[Path] = set()
+    out = []
+    for name in names:
+        fn = tf.function(lambda v, f=ELEMENTWISE[name]: tf.reduce_sum(f(v)), jit_compile=True)
+        fn(workload_input(n))
+        new = set(Path(folder).iterdir()) - seen
+        seen |= new
+        ir = "".join(p.read_text() for p in new if p.name.endswith("ir-with-opt.ll"))
+        words = set()
+        for obj in (p for p in new if p.suffix == ".o"):
+            words.update(w.decode("ascii", "replace") for w in obj.read_bytes().split(b"\0"))
+        intrinsics = sorted(set(re.findall(r"@(llvm\.(?:sin|cos|exp|log|tanh|sqrt|pow)\.[\w.]+)\(", ir)))
+        out.append({"name": name, "intrinsics": intrinsics, "library_calls": [f for f in LIBM if f in words]})
+    return out
+
+
+def compiled_code(names: Sequence[str] = tuple(ELEMENTWISE)) -> dict[str, CompiledCode]:
+    """Compile each ``ELEMENTWISE[name]`` with XLA in one fresh process that dumps its LLVM IR and object
+    code, and report which maths functions the generated code implements itself and which it calls in the
+    C library."""
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in ELEMENTWISE]
+    if unknown or not names:
+        raise ValueError(f"unknown function(s) {unknown or names!r}; choose from: {', '.join(ELEMENTWISE)}")
+    with tempfile.TemporaryDirectory(prefix="xla-dump-") as folder:
+        result = processes.run("course_lib.xla:compiled_code_worker", kwargs={"names": names, "folder": folder},
+                               env={"XLA_FLAGS": f"--xla_dump_to={folder}"}, timeout=300).result
+    return {r["name"]: CompiledCode(**r) for r in result}
+
 # -- Auto-clustering, in a process started with the flags -------------------------------------------
 
 def run_with_flags(target: str, flags: str = AUTO_JIT_FLAGS, *, timeout: float = 600, **kwargs) -> Any:
@@ -492,8 +555,8 @@ def auto_clustered_worker(workload: str, n: int, repeats: int = 5, jit_compile: 
     """Runs in a fresh process: a tf.function of the workload (auto-clustered when the process started with
     the flags, or ``jit_compile``), its timing and the XLA compilations it caused."""
     fn = tf.function(_workload(workload), jit_compile=True if jit_compile else None)
-    x = workload_input(n)
-    timing, compilations = measure_and_count(lambda: fn(x), name=workload, repeats=repeats)
+    args = workload_args(workload, n)
+    timing, compilations = measure_and_count(lambda: fn(*args), name=workload, repeats=repeats)
     return {"timing": timing.to_dict(), "compilations": compilations}
 
 

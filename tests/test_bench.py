@@ -195,3 +195,15 @@ def test_compare_in_turns_times_every_variant_in_each_round():
         bench.compare({"a": lambda: 1}, number=5, in_turns=True)
     with pytest.raises(bench.BenchError, match="variant .b. raised ZeroDivisionError"):
         bench.compare({"a": lambda: 1, "b": lambda: 1 / 0}, in_turns=True)
+
+
+def test_text_table_fits_long_variant_names():
+    slow = bench.Timing("tf.function train_step, a long name", 0.2, [0.1, 0.1, 0.1], 1)
+    fast = bench.Timing("short", 0.1, [0.05, 0.05, 0.05], 1)
+    lines = repr(bench.Comparison([slow, fast], baseline="short")).splitlines()
+    assert lines[1].startswith("tf.function train_step, a long name  ")  # the name never runs into a number
+
+
+def test_machine_says_whether_onednn_is_on():
+    assert bench.onednn_enabled() in (True, False, None)
+    assert bench.machine()["onednn"] in ("on", "off", "unknown")

@@ -46,6 +46,8 @@ def test_fast_pipeline(shards):
     assert "does not end with a prefetch" in failure(1, fast_pipeline=fast(prefetch=False), **answer)
     assert "not read by a parallel interleave" in failure(1, fast_pipeline=fast(parallel_reads=False), **answer)
     assert "thread pool has 0 threads" in failure(1, fast_pipeline=fast(threads=0), **answer)
+    assert "thread pool has 2 threads" in failure(1, fast_pipeline=fast(threads=2), **answer)
+    assert failure(1, fast_pipeline=fast(threads=16), **answer) is None
     assert "not yield the same records" in failure(
         1, fast_pipeline=lambda s, lat, recorder=None: fast()(s, lat, recorder).take(1), **answer)
 

@@ -26,7 +26,7 @@ def test_shards_are_tfrecord_files_holding_the_arrays(shards):
     assert sorted(tf.io.gfile.glob(shards.pattern)) == shards.paths
     assert shards.n_records == 30 and shards.x.shape == (30, 4) and set(shards.y) <= {0, 1, 2}
     first = tf.io.parse_single_example(next(iter(tf.data.TFRecordDataset(shards.paths[1]))),
-                                       data._spec(4))
+                                       data.record_spec(4))
     assert int(first["id"]) == 10
     np.testing.assert_array_equal(first["x"].numpy(), shards.x[10])
 

@@ -230,3 +230,18 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
         "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, fresh processes",
         "elementwise chain, n=16", "random numbers, n=16"]
     assert "wrote" in capsys.readouterr().out
+
+
+def test_compiled_code_reads_what_xla_generated_for_each_function():
+    code = xla.compiled_code(["sin(x)", "exp(x)"])
+    assert any(i.startswith("llvm.sin.") for i in code["sin(x)"].intrinsics)  # left to LLVM to implement
+    assert code["exp(x)"].intrinsics == [] and code["exp(x)"].library_calls == []  # XLA's own polynomial
+    with pytest.raises(ValueError, match="unknown function"):
+        xla.compiled_code(["tan(x)"])
+
+
+def test_random_workload_takes_its_seed_as_an_argument():
+    x, seed = xla.workload_args("random numbers", 8)
+    graph = tf.function(xla.random_numbers)
+    assert not np.array_equal(graph(x, seed), graph(x, seed + 1))  # the seed is an input, not a constant
+    assert len(xla.workload_args("elementwise chain", 8)) == 1

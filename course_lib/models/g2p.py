@@ -526,10 +526,9 @@ class LatencyTable:
         return rows
 
     def __repr__(self) -> str:
-        lines = ["  ".join(f"{k}" for k in self.rows()[0])]
-        for row in self.rows():
-            lines.append("  ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.values()))
-        return "\n".join(lines) + f"\n(milliseconds per call; speedup over {self.baseline})"
+        rows = self.rows()
+        cells = [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
+        return bench.text_table(list(rows[0]), cells) + f"\n(milliseconds per call; speedup over {self.baseline})"
 
     def _repr_html_(self) -> str:
         first = next(iter(self.comparisons.values()))
@@ -558,27 +557,15 @@ def study_rows() -> list[dict]:
     return [{"step (published study)": step, "speedup, as published": ratio} for step, ratio in STUDY]
 
 
-def onednn_enabled() -> bool | None:
-    """Whether this TensorFlow runs its CPU kernels through oneDNN (None when it cannot tell)."""
-    flag = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
-    if flag is not None:
-        return flag.strip().lower() in ("1", "true")
-    try:  # the wheel's own answer; a private module, so it may move
-        from tensorflow.python.util import _pywrap_util_port
-        return bool(_pywrap_util_port.IsMklEnabled())
-    except (ImportError, AttributeError):
-        return None
-
-
 def wheel_report() -> list[dict]:
     """What the stock wheel gives on this machine, next to what the study had to build by hand."""
     info = bench.machine()
-    dnn = onednn_enabled()
+    dnn = bench.onednn_enabled()
     return [
         {"what": "CPU features the processor has", "this machine": ", ".join(info["cpu_flags"]) or "none found",
          "the study": "AVX2, FMA (needed a source build to use them)"},
         {"what": "oneDNN (formerly MKL-DNN) kernels", "this machine":
-            {True: "on (default in the x86 wheel)", False: "off", None: "unknown"}[dnn],
+            {True: "on", False: "off", None: "unknown"}[dnn],
          "the study": "separate MKL build"},
         {"what": "TensorFlow", "this machine": info["tensorflow"], "the study": "1.x"},
         {"what": "cores", "this machine": str(info["cores"]), "the study": "limited to one"},

@@ -1,0 +1,192 @@
+"""Input-bound or compute-bound: one training epoch timed three ways, and split into its parts."""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+
+import tensorflow as tf
+
+from course_lib import bench
+from course_lib.data.latency import transform
+from course_lib.data.pipelines import consume, xy
+from course_lib.data.shards import Shards
+
+
+def make_model(features: int, classes: int, *, hidden: int = 256, depth: int = 2, seed: int = 0):
+    """A small MLP classifier, compiled; ``hidden`` and ``depth`` set how much compute a step costs."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    layers = [keras.Input((features,))]
+    layers += [keras.layers.Dense(hidden, activation="relu") for _ in range(depth)]
+    layers += [keras.layers.Dense(classes)]
+    model = keras.Sequential(layers)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+EPOCH_PARTS = ("before the first step", "in steps", "between steps", "after the last step")
+
+
+def _epoch_clock():
+    """A Keras callback that timestamps each training step, so one ``fit`` epoch can be split into
+    ``EPOCH_PARTS`` that add up to the whole call (``start()`` marks the call's beginning)."""
+    import keras
+
+    class EpochClock(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.epochs: list[dict] = []
+
+        def start(self):
+            self._t0, self._steps = time.perf_counter(), []
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._steps.append([time.perf_counter(), None])
+
+        def on_train_batch_end(self, batch, logs=None):
+            self._steps[-1][1] = time.perf_counter()
+
+        def stop(self):
+            end, steps = time.perf_counter(), self._steps
+            self.epochs.append({
+                "before the first step": steps[0][0] - self._t0,
+                "in steps": sum(b - a for a, b in steps),
+                "between steps": sum(steps[i + 1][0] - steps[i][1] for i in range(len(steps) - 1)),
+                "after the last step": end - steps[-1][1],
+                "steps": len(steps)})
+
+    return EpochClock()
+
+
+@dataclass
+class Diagnosis:
+    """Where an epoch's time goes: input alone, compute alone, and both in one training run.
+
+    ``epochs`` holds, for "compute only" and "training", the timed epoch closest to the median
+    split into ``EPOCH_PARTS`` (they add up to the epoch), which is where time that neither the
+    input nor the compute explains shows up.
+    """
+
+    comparison: bench.Comparison
+    epochs: dict = field(default_factory=dict)
+
+    @property
+    def input_s(self) -> float:
+        return self.comparison["input only"].median_s
+
+    @property
+    def compute_s(self) -> float:
+        return self.comparison["compute only"].median_s
+
+    @property
+    def training_s(self) -> float:
+        return self.comparison["training"].median_s
+
+    @property
+    def unexplained_s(self) -> float:
+        """Training time beyond input plus compute: positive when the halves did not overlap and
+        something else cost time too, negative when overlap hid part of the shorter half."""
+        return self.training_s - self.input_s - self.compute_s
+
+    @property
+    def overlap(self) -> float:
+        """The share of the shorter half that training hid behind the longer one, not clipped:
+        1.0 when training took only as long as the longer half, 0.0 when it took their sum, and
+        below 0 when it took longer than the sum."""
+        return -self.unexplained_s / min(self.input_s, self.compute_s)
+
+    @property
+    def bound(self) -> str:
+        """What the epoch spent most time on: "input", "compute", or "neither" when the time
+        beyond input plus compute is larger than both."""
+        parts = {"input": self.input_s, "compute": self.compute_s, "neither": self.unexplained_s}
+        return max(parts, key=parts.get)
+
+    def verdicts(self) -> bench.Verdicts:
+        """The diagnosis as sentences read from this measurement (Markdown in a notebook)."""
+        ms = lambda s: f"{s * 1e3:.0f} ms"  # noqa: E731
+        out = [f"one training epoch took {ms(self.training_s)}: the input alone {ms(self.input_s)}, "
+               f"the compute alone {ms(self.compute_s)}"]
+        if self.unexplained_s >= 0:
+            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together: nothing "
+                       f"overlapped (overlap {self.overlap:.0%}), and {ms(self.unexplained_s)} is explained by "
+                       f"neither half alone")
+        elif self.training_s > max(self.input_s, self.compute_s):
+            out.append(f"training took {ms(-self.unexplained_s)} less than input and compute together: "
+                       f"{self.overlap:.0%} of the shorter half ran hidden behind the longer one")
+        else:
+            out.append("training took no longer than the longer half alone: the shorter half was hidden "
+                       "completely")
+        out.append({"input": "the input is the larger part: a faster model would help little; fix the pipeline first",
+                    "compute": "the compute is the larger part: the model is the bigger lever",
+                    "neither": "the time beyond input plus compute is larger than either: look at the "
+                               "breakdown below before optimising either half"}[self.bound])
+        train, alone = self.epochs.get("training"), self.epochs.get("compute only")
+        if train and alone:
+            extra = {p: train[p] - alone[p] for p in EPOCH_PARTS}
+            where = max(extra, key=extra.get)
+            parts = ", ".join(f"{p} {ms(train[p])} (in memory: {ms(alone[p])})" for p in EPOCH_PARTS)
+            out.append(f"the training epoch, part by part: {parts}")
+            if extra[where] > 0:
+                out.append(f"against training on in-memory data, most of the extra time ({ms(extra[where])}) "
+                           f"is {where}")
+            else:
+                out.append("no part of the training epoch took longer than on in-memory data")
+        return bench.Verdicts(out)
+
+    def table(self) -> str:
+        """The epoch parts of "compute only" and "training" as an HTML table (ms)."""
+        rows = [{"part of the epoch": p, **{f"{k} (ms)": e[p] * 1e3 for k, e in self.epochs.items()}}
+                for p in EPOCH_PARTS]
+        rows.append({"part of the epoch": "whole epoch",
+                     **{f"{k} (ms)": sum(e[p] for p in EPOCH_PARTS) * 1e3 for k, e in self.epochs.items()}})
+        return bench.table(rows)
+
+    def __repr__(self) -> str:
+        return (f"{self.bound}: input {self.input_s * 1e3:.0f} ms, compute {self.compute_s * 1e3:.0f} ms, "
+                f"training {self.training_s * 1e3:.0f} ms per epoch ({self.unexplained_s * 1e3:+.0f} ms "
+                f"against input + compute)")
+
+    def _repr_html_(self) -> str:
+        return f"<p><b>{html.escape(repr(self))}</b></p>" + self.comparison._repr_html_() + \
+            (self.table() if self.epochs else "")
+
+
+def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int = 16,
+             repeats: int = 3) -> Diagnosis:
+    """Is training on ``dataset`` input-bound or compute-bound, and what else costs time?
+
+    Times one epoch three ways in the same run: iterating the input pipeline alone,
+    training on the same batches already in memory (compute alone), and training on
+    the pipeline; each ``fit`` epoch is also split into ``EPOCH_PARTS``. ``dataset``
+    yields the dict batches of ``pipeline``.
+    """
+    ready = transform({"id": shards.ids, "x": shards.x, "y": shards.y})
+    in_memory = tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache()
+    train = xy(dataset)
+    clocks = {"compute only": _epoch_clock(), "training": _epoch_clock()}
+
+    def fit(name, ds):
+        def run():
+            clock = clocks[name]
+            clock.start()
+            loss = model.fit(ds, epochs=1, verbose=0, shuffle=False, callbacks=[clock]).history["loss"][-1]
+            clock.stop()
+            return loss
+        return run
+
+    variants = {"input only": lambda: consume(dataset), "compute only": fit("compute only", in_memory),
+                "training": fit("training", train)}
+    # The first, separately reported epoch is the warm-up: it traces the training step.
+    comparison = bench.compare(variants, baseline="training", repeats=repeats, warmup=0, number=1,
+                               title=f"one epoch, batch {batch_size}")
+    epochs = {}
+    for name, clock in clocks.items():
+        timed = clock.epochs[1:] or clock.epochs  # the first call is reported apart
+        median = comparison[name].median_s
+        epochs[name] = min(timed, key=lambda e: abs(sum(e[p] for p in EPOCH_PARTS) - median))
+    return Diagnosis(comparison, epochs)
