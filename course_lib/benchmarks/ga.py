@@ -27,7 +27,7 @@ def bench_ga(args):
     Each timed call is a whole ``evolve`` of 100 generations (10 with --quick), so the
     per-call work (checking, packing and unpacking the population, copying the result
     to NumPy) counts, once per run as in real use. "xla, Threefry" is ``threefry_evolve``, the
-    generator before; "xla, one call" is ``single_call``, the
+    other random-word generator; "xla, one call" is ``single_call``, the
     same generations as one compiled function: xla over it is what ``evolve`` costs on top, timed
     again with the two alone (3x the repeats). The variants take turns in each round
     (``bench.compare(in_turns=True)``).
@@ -72,7 +72,7 @@ def bench_ga(args):
         print(pair)
         print(f"evolve (xla) takes {overhead:.3f}x the time of one compiled call, the two alone in turns; "
               f"{pair.verdict('xla', 'xla, one call')}")
-        print(f"SplitMix64 words against Threefry words (the generator before): {cmp.verdict('xla', 'xla, Threefry')}")
+        print(f"SplitMix64 words against Threefry words: {cmp.verdict('xla', 'xla, Threefry')}")
         print()
         comparisons += [cmp, pair]
         results.append({"problem": name, "gene_generations_per_s": rates,
