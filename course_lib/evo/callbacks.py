@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 
+from course_lib.evo.validation import whole
+
 
 class Callback:
     """Base class: override the hooks you need."""
@@ -29,12 +31,6 @@ class Callback:
 
     def on_evolve_end(self, run) -> None:
         pass
-
-
-def _positive_int(owner: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a whole number >= 1, got {value!r}")
-    return value
 
 
 class ProgressBar(Callback):
@@ -85,7 +81,7 @@ class EarlyStopping(Callback):
             raise ValueError("EarlyStopping needs target= (stop once the best fitness reaches it) "
                              "and/or patience= (stop after that many generations without improvement)")
         self.target = None if target is None else float(target)
-        self.patience = None if patience is None else _positive_int("EarlyStopping", "patience", patience)
+        self.patience = None if patience is None else whole("patience", patience, 1, "EarlyStopping")
         self.stopped_generation: int | None = None
 
     def on_chunk_end(self, run):
@@ -104,7 +100,7 @@ class Checkpoint(Callback):
 
     def __init__(self, path, every: int):
         self.path = os.fspath(path)
-        self.every = _positive_int("Checkpoint", "every", every)
+        self.every = whole("every", every, 1, "Checkpoint")
         self._saved_at: int | None = None
 
     def on_chunk_end(self, run):

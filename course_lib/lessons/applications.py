@@ -220,8 +220,8 @@ def memetic_ops(or_opt: bool = False, **two_opt) -> tuple:  # noqa: F811 (the fl
     """The local search of the memetic GA with this course's settings: ``evo.ops.TwoOpt``
     (options ``two_opt``; by default every move that joins a city to one of its 8 nearest is
     scored, and up to 32 that do not overlap are applied at once, 8 times per generation), then
-    ``evo.ops.OrOpt`` (64 random moves, 4 times) if ``or_opt``: off by default, since it adds
-    about a third to the compile time and, measured on 1,000 random cities (README), did not pay."""
+    ``evo.ops.OrOpt`` (64 random moves, 4 times) if ``or_opt``: off by default: it lengthens the compile
+    and every generation for moves that 2-opt and the double bridge mostly make already."""
     ops = (evo.ops.TwoOpt(**{"steps": 8, "candidates": None, "moves": 32, "neighbours": 8, **two_opt}),)
     return ops + ((evo.ops.OrOpt(steps=4, candidates=64),) if or_opt else ())
 
