@@ -9,6 +9,7 @@ EarlyStopping is also compiled into the loop, so a run stops at the exact genera
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 
@@ -31,6 +32,30 @@ class Callback:
 
     def on_evolve_end(self, run) -> None:
         pass
+
+
+class Stopwatch(Callback):
+    """Records (seconds since ``start``, best fitness so far) when the run begins and after each chunk,
+    and stops the run once ``budget_s`` seconds have passed (None: never). ``clock`` is any function
+    returning seconds (``time.perf_counter`` for wall time, ``time.process_time`` for this process's
+    CPU time); ``start`` defaults to the clock's reading when the stopwatch is made, so work done
+    before ``evolve`` (building, compiling) can be counted."""
+
+    def __init__(self, budget_s: float | None = None, clock=time.perf_counter, start: float | None = None):
+        if budget_s is not None and not budget_s > 0:
+            raise ValueError(f"Stopwatch: budget_s must be a positive number of seconds or None, got {budget_s!r}")
+        self.budget_s, self.clock = budget_s, clock
+        self.start = clock() if start is None else start
+        self.seconds: list[float] = []
+        self.best: list[float] = []
+
+    def on_evolve_begin(self, run):
+        self.seconds.append(self.clock() - self.start)
+        self.best.append(run.best_fitness)
+
+    def on_chunk_end(self, run):
+        self.on_evolve_begin(run)
+        run.stop = run.stop or (self.budget_s is not None and self.seconds[-1] >= self.budget_s)
 
 
 class ProgressBar(Callback):

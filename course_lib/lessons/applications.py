@@ -178,21 +178,6 @@ def multi_start(distances, budget_s: float, *, starts: int | None = None, seed: 
                  seconds, lengths, best, f"{len(seconds)} descents", time.process_time() - cpu0, clock)
 
 
-class _Clock(evo.callbacks.Callback):
-    """Records (seconds, best length) after each chunk; stops the run when the budget is spent."""
-
-    def __init__(self, now, t0: float, budget_s: float):
-        self.now, self.t0, self.budget_s, self.seconds, self.lengths = now, t0, budget_s, [], []
-
-    def on_evolve_begin(self, run):
-        self.seconds.append(self.now() - self.t0)
-        self.lengths.append(run.best_fitness)
-
-    def on_chunk_end(self, run):
-        self.on_evolve_begin(run)
-        run.stop = run.stop or self.seconds[-1] >= self.budget_s
-
-
 def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 10,
              compiled: bool = False, clock: str = "wall") -> Trace:
     """Run ``make_model()`` on ``population`` until the budget is spent (checked every ``chunk``
@@ -209,9 +194,9 @@ def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 
         population = population()
     if not compiled:
         model = make_model()
-    timer = _Clock(now, t0, budget_s)
+    timer = evo.callbacks.Stopwatch(budget_s, clock=now, start=t0)
     result = model.evolve(population, generations=10**7, chunk=chunk, callbacks=[timer])
-    return Trace(method, timer.seconds, timer.lengths, result.best,
+    return Trace(method, timer.seconds, timer.best, result.best,
                  f"{result.generations} generations of {np.asarray(population).shape[0]}",
                  time.process_time() - cpu0, clock, model)
 
