@@ -12,20 +12,22 @@ feature works the same under every executor.
 Where to add things: an op is one class in ``evo/ops`` (it registers itself); a
 selection subclasses ``selection.Selection``; a fitness subclasses ``fitness.Fitness``;
 a way of distributing is a ``distributed.Policy``; a mode is an entry of
-``executors.COMPILERS``.
+``executors.COMPILERS``; a way of running generations implements ``executors.Executor``.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import packed as packed_genes
 from course_lib.evo.executors import STATS, OneDevice, no_limits
+from course_lib.evo.validation import whole
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
 BYTES_PER_GENE_IN_FLIGHT = 32
@@ -50,23 +52,10 @@ class Result:
     packed: bool
     stopped_early: bool
 
-    def plot(self, ax=None):
-        """Best and mean fitness per generation (``course_lib.plotting.fitness_history``)."""
-        from course_lib.plotting import fitness_history  # matplotlib only when plotting
-
-        return fitness_history(self.history, ax=ax)
-
     def __repr__(self) -> str:
         return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
                 f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
                 f"stopped_early={self.stopped_early})")
-
-
-def whole(name: str, value, minimum: int) -> int:
-    """``value`` as an int, or a clear error when it is not a whole number >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return int(value)
 
 
 # -- preparing a run ------------------------------------------------------------------------------------
@@ -127,8 +116,23 @@ def packing(model, genes: tf.Tensor) -> bool:
     return binary
 
 
-def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: int) -> str:
-    """The model's compiled mode; 'auto' times the modes once, on one device's rows as a plain run."""
+def seconds_per_call(fn, repeats: int = 3, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls after ``warmup`` untimed ones (``fn`` returns
+    only when its work is done, as a program's ``run`` does: it copies the history to NumPy)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: int, callbacks=()) -> str:
+    """The model's compiled mode; 'auto' times the modes once, on one device's rows as a plain run,
+    keeps the seconds per generation in ``model.mode_timings`` and tells the callbacks
+    (``Callback.on_mode_chosen``)."""
     if model.chosen_mode is None:
         probe = min(AUTO_PROBE_GENERATIONS, chunk)
         rows = genes[:executor.rows(genes.shape[0])]
@@ -136,12 +140,10 @@ def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: i
         for mode in ("eager", "graph", "xla"):
             prog = OneDevice().program(model, mode, packed, rows.shape[0], batch, capacity(chunk))
             state = prog.start(rows)
-            t = bench.measure(lambda: prog.run(state, 0, probe, target, patience), name=mode, repeats=3, warmup=1,
-                              number=1)
-            model.mode_timings[mode] = t.median_s / probe
+            model.mode_timings[mode] = seconds_per_call(lambda: prog.run(state, 0, probe, target, patience)) / probe
         model.chosen_mode = min(model.mode_timings, key=model.mode_timings.get)
-        print(f"evo: auto mode chose {model.chosen_mode!r} (" + ", ".join(
-            f"{m} {s * 1e3:.3g} ms/generation" for m, s in model.mode_timings.items()) + ")")
+        for c in callbacks:
+            c.on_mode_chosen(model.chosen_mode, dict(model.mode_timings))
     return executor.mode(model, model.chosen_mode)
 
 
@@ -204,7 +206,7 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
     if checkpoint is not None:
         mode = executor.mode(model, checkpoint_mode(model, executor, checkpoint, n))
     else:
-        mode = choose_mode(model, executor, genes, packed, batch, chunk)
+        mode = choose_mode(model, executor, genes, packed, batch, chunk, callbacks)
     return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint)
 
 

@@ -15,7 +15,10 @@ from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
 from course_lib.evo.rng import Rows
 
 
-class _PermutationOp(Op):
+class PermutationOp(Op, register=False):
+    """Base class of the ops on permutation genomes (a tour: each of 0..L-1 once): it checks that the
+    genome is a 1-D integer permutation whose values fit the dtype, and marks the op as needing one."""
+
     permutation = True
     genes = "permutation"
 
@@ -37,7 +40,7 @@ def random_segment(key: tf.Tensor, rows: Rows, length: int) -> tuple[tf.Tensor, 
     return tf.reduce_min(cuts, 1)[:, None], tf.reduce_max(cuts, 1)[:, None]
 
 
-class _Mutation(_PermutationOp):
+class _Mutation(PermutationOp):
     def __init__(self, rate: float = 1.0, name: str | None = None):
         super().__init__(name)
         self.rate = check_rate(type(self).__name__, rate)
@@ -119,8 +122,9 @@ def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Te
 def place(values: tf.Tensor, to: tf.Tensor) -> tf.Tensor:
     """(B, L): ``values[r, i]`` moved to position ``to[r, i]``, for rows of ``to`` that are permutations.
 
-    Under XLA one scatter; elsewhere a gather through ``inverse_permutation`` (TensorFlow's scatter
-    is several times slower than its ``invert_permutation``). The same result in every mode.
+    Under XLA one scatter, which it compiles into a loop over the rows; elsewhere a gather through
+    ``inverse_permutation``, because TensorFlow's scatter kernel is a general one with locking and
+    ``invert_permutation`` is a plain pass. The same result in every mode.
     """
     b, n = to.shape
     if not fusion.xla_active():
@@ -147,8 +151,8 @@ def exclusive_count(flags: tf.Tensor) -> tf.Tensor:
     """int32 (B, L): how many of ``flags[:, :i]`` are true, for each i.
 
     A prefix sum by bit counting: 32 flags packed per word, a popcount per word, a prefix sum over
-    the L/32 words, and within a word the popcount of the bits below. (A cumsum along the row runs
-    as a reduce-window under XLA, measured slower.)
+    the L/32 words, and within a word the popcount of the bits below. (A cumsum along the row is a
+    reduce-window under XLA, which does work proportional to L per element instead of per word.)
     """
     b, n = flags.shape
     words = packed.bits_to_words(flags)  # (B, W)
@@ -160,7 +164,7 @@ def exclusive_count(flags: tf.Tensor) -> tf.Tensor:
     return tf.reshape(within + before_word[:, :, None], (b, -1))[:, :n]
 
 
-class OrderCrossover(_PermutationOp, Mating):
+class OrderCrossover(PermutationOp, Mating):
     """Order crossover (OX): a segment from the parent, the other genes in the mate's order.
 
     The child keeps parent[a:b] in place; the remaining positions, from b onwards
@@ -197,9 +201,3 @@ class OrderCrossover(_PermutationOp, Mating):
         if crossed is not None:
             keep_parent |= ~crossed[:, None]
         return tf.cast(tf.where(keep_parent, x, fill), inputs[0].dtype)
-
-
-if __name__ == "__main__":
-    from course_lib.evo.op_benchmarks import op_module_main
-
-    raise SystemExit(op_module_main("permutation"))
