@@ -47,7 +47,7 @@ BAR_FRAME = re.compile(r"\d{1,3}%\|[^|\n\r]*\|\s*(\d+)/(\d+)")  # tqdm's "  0%| 
 PROGRESS_MODELS = ("FloatProgressModel", "IntProgressModel")
 HISTORY = re.compile(
     r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bbeen )(?<!\bwas )(?<!\bwere )(?<!\bbeing )\bused to\b"  # habit
-    r"|\b(?:this|last|previous|earlier) round\b|\bbefore (?:this|they were|it was)\b|\bwere rewritten\b"
+    r"|\b(?:this|last|previous|earlier) round\b|\bbefore (?:this|they were)\b|\bwere rewritten\b"
     r"|\bissue #?\d+|(?<![\w&])#\d{2,}\b"                                          # issue numbers
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",                           # commit hashes
     re.IGNORECASE)
