@@ -12,10 +12,10 @@ import sys
 # arguments and returns an exit code. Each benchmark lives beside the code it measures and
 # is made by `bench.command`: the same --repeats, --quick and --out, one JSON report.
 BENCHMARKS = {
-    "ops": "course_lib.evo.op_benchmarks:bench_ops",
-    "ga": "course_lib.evo.benchmarks:bench_ga",
-    "tsp": "course_lib.evo.benchmarks:bench_tsp",
-    "ga-replicas": "course_lib.evo.benchmarks:bench_replicas",
+    "ops": "course_lib.benchmarks.ops:bench_ops",
+    "ga": "course_lib.lessons.evolution:bench_ga",
+    "tsp": "course_lib.lessons.evolution:bench_tsp",
+    "ga-replicas": "course_lib.lessons.evolution:bench_replicas",
     "eager-vs-graph": "course_lib.graphs:bench_eager_vs_graph",
     "gan": "course_lib.models.gan:bench_journey",
     "xla": "course_lib.xla:bench_xla",

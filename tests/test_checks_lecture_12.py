@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from course_lib import bench, checks, evo
-from course_lib.evo import benchmarks
+from course_lib.lessons import evolution as benchmarks
 
 POPULATION = evo.population.random_integers((32, 16), low=0, high=2, seed=0)
 

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import bench, checks, evo
-from course_lib.evo import benchmarks
+from course_lib.lessons import evolution as benchmarks
 
 GENERATIONS, LENGTH = 30, 16
 POPULATION = evo.population.random_integers((32, LENGTH), low=0, high=2, seed=0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from course_lib import bench, checks, evo
-from course_lib.evo import applications as app
+from course_lib.lessons import applications as app
 
 N = 12
 

@@ -19,8 +19,9 @@ import pytest
 import tensorflow as tf
 
 from course_lib import devices, distribute, evo, plotting, processes
-from course_lib.evo import benchmarks, distributed
-from course_lib.evo.benchmarks import onemax_model
+from course_lib.evo import distributed
+from course_lib.lessons import evolution as benchmarks
+from course_lib.lessons.evolution import onemax_model
 
 from processes import child_processes
 
@@ -356,7 +357,7 @@ def test_the_replica_benchmark_checks_its_arguments_before_starting_processes():
 
 
 def test_permutation_genomes_stay_tours_when_sharded(one_device):
-    from course_lib.evo import applications as app
+    from course_lib.lessons import applications as app
 
     xy = app.cities("circle", 10, seed=0)
     model = app.tsp_model(xy, mode="graph")

@@ -1,7 +1,8 @@
 """engine.default_chunk: a run nobody watches is one compiled call, and no generation count retraces."""
 
 from course_lib import evo
-from course_lib.evo import benchmarks, engine
+from course_lib.evo import engine
+from course_lib.lessons import evolution as benchmarks
 
 
 def test_unwatched_runs_are_one_call_and_share_one_program():

@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from course_lib import evo
-from course_lib.evo import fusion, op_benchmarks, packed, rng
+from course_lib.benchmarks import ops as op_benchmarks
+from course_lib.evo import fusion, packed, rng
 from course_lib.evo.graph import GenomeSpec
 from course_lib.evo.ops import base
 from course_lib.evo.ops.mutation import BlockPicks, GeneMask

@@ -106,7 +106,7 @@ def test_onemax_variants_build_what_lectures_10_and_12_time():
     """The lecture widgets' GA builders evolve the requested shape; an engine variant changes the speed only."""
     import numpy as np
 
-    from course_lib.evo import benchmarks
+    from course_lib.lessons import evolution as benchmarks
 
     variants = benchmarks.onemax_variants(3, small_chunk=1, memory_budget=4096, seed=0)
     assert list(variants) == ["NumPy", "engine", "engine, chunk=1", "engine, unpacked", "engine, memory budget"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from course_lib import evo
 from course_lib.checks import exercise, method
-from course_lib.evo import applications as app
+from course_lib.lessons import applications as app
 
 GA_SLACK = 1.10  # the GA's own best tour must be within 10% of the classical reference before 2-opt
 

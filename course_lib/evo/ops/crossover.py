@@ -110,6 +110,6 @@ class TwoPointCrossover(_PointCrossover):
 
 
 if __name__ == "__main__":
-    from course_lib.evo.op_benchmarks import op_module_main
+    from course_lib.benchmarks.ops import op_module_main
 
     raise SystemExit(op_module_main("crossover"))

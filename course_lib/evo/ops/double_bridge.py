@@ -46,6 +46,6 @@ class DoubleBridge(_PermutationOp):
 
 
 if __name__ == "__main__":
-    from course_lib.evo.op_benchmarks import op_module_main
+    from course_lib.benchmarks.ops import op_module_main
 
     raise SystemExit(op_module_main("double_bridge"))

@@ -356,6 +356,6 @@ class GaussianMutation(Op):
 
 
 if __name__ == "__main__":
-    from course_lib.evo.op_benchmarks import op_module_main
+    from course_lib.benchmarks.ops import op_module_main
 
     raise SystemExit(op_module_main("mutation"))

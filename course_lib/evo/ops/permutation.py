@@ -200,6 +200,6 @@ class OrderCrossover(_PermutationOp, Mating):
 
 
 if __name__ == "__main__":
-    from course_lib.evo.op_benchmarks import op_module_main
+    from course_lib.benchmarks.ops import op_module_main
 
     raise SystemExit(op_module_main("permutation"))

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, devices, distribute, evo, processes
-from course_lib.evo import applications as app
+from course_lib.lessons import applications as app
 from course_lib.evo import distributed, engine, executors, fusion, rng
 from course_lib.evo import packed as packing
 
@@ -516,7 +516,7 @@ def measure_replicas(args) -> bench.Report:
     for r in args.replicas:
         for _, (n, _) in problems:
             distributed.shard_size(n, r)
-    runs = [processes.run("course_lib.evo.benchmarks:measure_replicas_in_fresh_process",
+    runs = [processes.run("course_lib.lessons.evolution:measure_replicas_in_fresh_process",
                           args=[r, problems, generations, args.repeats], env={"TF_CPP_MIN_LOG_LEVEL": "3"},
                           timeout=1800).result for r in args.replicas]
     print(f"{'problem':10}{'replicas':>9}  {'variant':14}{'gene-generations/s':>20}{'vs one device':>15}")

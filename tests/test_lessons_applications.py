@@ -1,11 +1,11 @@
-"""course_lib.evo.applications: city sets with known optima, valid baseline tours, 2-opt never
+"""course_lib.lessons.applications: city sets with known optima, valid baseline tours, 2-opt never
 worse than its input, knapsack DP equal to brute force, and the GAs reaching known optima
 on small instances."""
 
 import numpy as np
 import pytest
 
-from course_lib.evo import applications as app
+from course_lib.lessons import applications as app
 
 
 def angle_tour(xy):

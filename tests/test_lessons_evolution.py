@@ -1,9 +1,9 @@
-"""course_lib.evo.benchmarks: the NumPy references evolve."""
+"""course_lib.lessons.evolution: the NumPy references evolve."""
 
 import numpy as np
 
 from course_lib import evo
-from course_lib.evo import benchmarks
+from course_lib.lessons import evolution as benchmarks
 
 
 def test_numpy_onemax_improves_and_keeps_binary_genes():

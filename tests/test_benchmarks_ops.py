@@ -1,11 +1,11 @@
-"""course_lib.evo.op_benchmarks: every benchmarked op runs, and the per-op table is produced."""
+"""course_lib.benchmarks.ops: every benchmarked op runs, and the per-op table is produced."""
 
 import json
 
 import numpy as np
 import pytest
 
-from course_lib.evo import op_benchmarks
+from course_lib.benchmarks import ops as op_benchmarks
 
 
 def test_every_benchmarked_op_runs_on_its_population():

@@ -1,0 +1,1 @@
+"""The ``course bench`` commands: each module measures one thing and prints its table."""
