@@ -347,6 +347,10 @@ class Report:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
+# every command made by ``command``, by name: defining one registers it (``course_lib.benchmarks.commands``)
+COMMANDS: dict[str, Callable[[Sequence[str] | None], int]] = {}
+
+
 def command(name: str, *, options: Mapping[str, Mapping[str, Any]] | None = None,
             repeats: int | None = 5, quick: Mapping[str, Any] | None = None,
             check: Callable[[argparse.Namespace], str | None] | None = None):
@@ -399,6 +403,10 @@ def command(name: str, *, options: Mapping[str, Mapping[str, Any]] | None = None
 
         main.bench_command = name  # how a test tells a command built here from one that is not
         main.parser = parser
+        if COMMANDS.get(name, main).__module__ != main.__module__:
+            raise ValueError(f"two benchmarks are named {name!r} ({COMMANDS[name].__module__} and "
+                             f"{main.__module__}); give one another name")
+        COMMANDS[name] = main
         return main
 
     return decorate

@@ -3,27 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
-
-# `course bench NAME [args]` -> "module:function"; the function takes the remaining
-# arguments and returns an exit code. Each benchmark lives beside the code it measures and
-# is made by `bench.command`: the same --repeats, --quick and --out, one JSON report.
-BENCHMARKS = {
-    "ops": "course_lib.benchmarks.ops:bench_ops",
-    "ga": "course_lib.lessons.evolution:bench_ga",
-    "tsp": "course_lib.lessons.evolution:bench_tsp",
-    "ga-replicas": "course_lib.lessons.evolution:bench_replicas",
-    "eager-vs-graph": "course_lib.graphs:bench_eager_vs_graph",
-    "gan": "course_lib.models.gan:bench_journey",
-    "xla": "course_lib.xla:bench_xla",
-    "tfdata": "course_lib.data:bench_pipelines",
-    "strategies": "course_lib.distribute:bench_strategies",
-    "neuro": "course_lib.evo.neuro:bench_neuro",
-}
-
 
 def _lectures(args) -> int:
     from course_lib import exercises, lectures
@@ -52,12 +34,14 @@ def _lectures(args) -> int:
 
 
 def _bench(args, rest: list[str]) -> int:
-    if args.name not in BENCHMARKS:
-        print(f"course bench: unknown benchmark {args.name!r}; choose one of: {', '.join(BENCHMARKS)}",
+    from course_lib import benchmarks
+
+    commands = benchmarks.commands()
+    if args.name not in commands:
+        print(f"course bench: unknown benchmark {args.name!r}; choose one of: {', '.join(sorted(commands))}",
               file=sys.stderr)
         return 2
-    module, func = BENCHMARKS[args.name].split(":")
-    return int(getattr(importlib.import_module(module), func)(rest) or 0)
+    return int(commands[args.name](rest) or 0)
 
 
 def _exercises(args) -> int:
@@ -126,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="execute notebooks/ and solutions/ in place (to commit them) and rebuild exercises/")
 
     b = sub.add_parser("bench", help="run a benchmark and write its JSON")
-    b.add_argument("name", help=f"one of: {', '.join(BENCHMARKS)}")
+    b.add_argument("name", help="the benchmark (a module of course_lib/benchmarks; an unknown name lists them)")
 
     ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ or check they are in sync")
     ex.add_argument("action", choices=["build", "check"])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from course_lib import bench, cli
+from course_lib import bench
 
 
 def test_measure_reports_first_call_apart_and_repeats():
@@ -175,13 +175,23 @@ def test_save_report_keeps_its_own_fields():
         bench.save_report([], "unused.json", machine="mine")
 
 
-@pytest.mark.parametrize("name", list(cli.BENCHMARKS))
-def test_every_course_bench_command_is_made_by_the_skeleton(name):
-    import importlib
+BENCH_NAMES = ["ops", "ga", "ga-replicas", "tsp", "eager-vs-graph", "gan", "xla", "tfdata", "strategies", "neuro"]
 
-    module, func = cli.BENCHMARKS[name].split(":")
-    command = getattr(importlib.import_module(module), func)
-    assert getattr(command, "bench_command", None) == name, f"{cli.BENCHMARKS[name]} is not made by bench.command"
+
+@pytest.mark.parametrize("name", BENCH_NAMES)
+def test_every_course_bench_command_is_made_by_the_skeleton(name):
+    from course_lib import benchmarks
+
+    command = benchmarks.commands()[name]
+    assert getattr(command, "bench_command", None) == name, f"{command.__module__} is not made by bench.command"
+
+
+def test_two_benchmarks_cannot_share_a_name():
+    from course_lib import benchmarks
+
+    benchmarks.commands()
+    with pytest.raises(ValueError, match="two benchmarks are named 'ops'"):
+        bench.command("ops")(lambda args: [])
 
 
 def test_compare_in_turns_times_every_variant_in_each_round():

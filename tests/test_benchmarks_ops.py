@@ -22,7 +22,7 @@ def test_every_benchmarked_op_runs_on_its_population():
 
 def test_op_table_for_one_module(tmp_path, capsys):
     path = tmp_path / "ops.json"
-    assert op_benchmarks.op_module_main("crossover", ["--shapes", "16x8", "--quick", "--json", str(path)]) == 0
+    assert op_benchmarks.bench_ops(["--module", "crossover", "--shapes", "16x8", "--quick", "--json", str(path)]) == 0
     out = capsys.readouterr().out
     assert "UniformCrossover on population 16 x 8" in out and "xla/autograph" in out
     data = json.loads(path.read_text())
@@ -43,30 +43,40 @@ def test_op_variants_agree_across_modes_and_reject_unknown_ops():
         op_benchmarks.op_variants("Nope", 4, 4)
 
 
-def test_replaced_implementations_run_beside_the_new_ones():
+def test_sorting_references_run_beside_the_ops():
     from course_lib.evo import rng
 
     key = rng.key(5)
-    _, x, fns = op_benchmarks.op_variants("OrderCrossover", 32, 20, before=True)
-    assert set(fns) == {"eager", "autograph", "xla", "eager, before", "autograph, before", "xla, before"}
+    _, x, fns = op_benchmarks.op_variants("OrderCrossover", 32, 20, reference=True)
+    assert set(fns) == {"eager", "autograph", "xla", "eager, sorting", "autograph, sorting", "xla, sorting"}
     new = fns["xla"](x, key).numpy()
-    np.testing.assert_array_equal(fns["eager, before"](x, key).numpy(), new)  # same draws, same OX children
-    np.testing.assert_array_equal(fns["xla, before"](x, key).numpy(), new)
-    _, x, fns = op_benchmarks.op_variants("ShuffleMutation", 32, 20, before=True)
-    new, old = fns["eager"](x, key).numpy(), fns["eager, before"](x, key).numpy()
+    np.testing.assert_array_equal(fns["eager, sorting"](x, key).numpy(), new)  # same draws, same OX children
+    np.testing.assert_array_equal(fns["xla, sorting"](x, key).numpy(), new)
+    _, x, fns = op_benchmarks.op_variants("ShuffleMutation", 32, 20, reference=True)
+    new, old = fns["eager"](x, key).numpy(), fns["eager, sorting"](x, key).numpy()
     for a, b, c in zip(x.numpy(), new, old):  # the same segment, shuffled two ways
         moved = np.flatnonzero((a != b) | (a != c))
         if moved.size:
             lo, hi = moved[0], moved[-1] + 1
             assert set(a[lo:hi]) == set(b[lo:hi]) == set(c[lo:hi])
-    assert set(op_benchmarks.op_variants("SwapMutation", 4, 4, before=True)[2]) == {"eager", "autograph", "xla"}
+    assert set(op_benchmarks.op_variants("SwapMutation", 4, 4, reference=True)[2]) == {"eager", "autograph", "xla"}
 
 
-def test_op_table_compares_with_the_replaced_implementation(tmp_path, capsys):
+def test_op_table_compares_with_the_sorting_reference(tmp_path, capsys):
     path = tmp_path / "ops.json"
     assert op_benchmarks.bench_ops(["--op", "OrderCrossover", "--shapes", "16x8", "--quick", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "replaced implementations, same run" in out and "xla, before" in out
+    assert "sorting references, same run" in out and "xla, sorting" in out
     assert len(json.loads(path.read_text())["comparisons"]) == 1
     with pytest.raises(SystemExit):
         op_benchmarks.bench_ops(["--op", "Nope"])
+
+
+def test_sorting_references_are_not_registered_ops():
+    from course_lib import evo
+    from course_lib.lessons import sorting_ops
+
+    for name, cls in sorting_ops.REFERENCES.items():
+        assert cls.__name__ not in evo.ops.registry() and issubclass(cls, evo.ops.registry()[name])
+        op = sorting_ops.reference(evo.ops.registry()[name].example(8))
+        assert type(op) is cls

@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import devices, distribute, evo, plotting, processes
+from course_lib.benchmarks import ga_replicas
 from course_lib.evo import distributed
 from course_lib.lessons import evolution as benchmarks
 from course_lib.lessons.evolution import onemax_model
@@ -351,9 +352,9 @@ def test_histories_plot_one_line_per_run(one_device):
 
 def test_the_replica_benchmark_checks_its_arguments_before_starting_processes():
     with pytest.raises(SystemExit):
-        benchmarks.bench_replicas(["--replicas", "0"])
+        ga_replicas.bench_replicas(["--replicas", "0"])
     with pytest.raises(ValueError, match="does not split evenly over 3 replicas"):
-        benchmarks.bench_replicas(["--quick", "--replicas", "3"])
+        ga_replicas.bench_replicas(["--quick", "--replicas", "3"])
 
 
 def test_permutation_genomes_stay_tours_when_sharded(one_device):

@@ -1,15 +1,13 @@
 """course_lib.evo.rng: the statistical quality a GA needs from its words, for both generators.
 
-The SplitMix64 streams (the default) and Threefry-2x32-20 (``rng.threefry_words``, the
-generator before) are held to the same tests: every bit of a word fair, the words uniform
+The SplitMix64 streams (the default) and Threefry-2x32-20 (``rng.drawing("threefry")``, the
+other named generator) are held to the same tests: every bit of a word fair, the words uniform
 (a chi-square over byte values), no correlation between neighbouring counters (adjacent
 columns, adjacent rows) nor between streams of keys one ``fold_in`` apart, and the same
 words for a row whether it is drawn in a batch, in any mode. The bounds are about six
 standard deviations of each statistic for independent uniform words, so a fair generator
 fails them with a probability far below 1e-6 (and the draws are seeded: a pass repeats).
 """
-
-import contextlib
 
 import numpy as np
 import pytest
@@ -20,7 +18,7 @@ from course_lib.evo.rng import Rows
 
 ROWS, WORDS = 2048, 64  # 131,072 words per draw
 
-GENERATORS = {"splitmix64": contextlib.nullcontext, "threefry": rng.threefry_words}
+GENERATORS = {name: lambda name=name: rng.drawing(name) for name in rng.GENERATORS}
 
 
 def draw(generator, key=rng.key(11), rows=Rows.all(ROWS), shape=(WORDS,)) -> np.ndarray:
@@ -101,3 +99,33 @@ def test_normals_repeat_bit_for_bit_in_a_batch_and_agree_across_modes_to_roundin
     np.testing.assert_array_equal(batch(key, tf.constant(100)).numpy(), whole[100:130])
     eager = rng.normal(key, Rows.all(ROWS), shape).numpy()
     np.testing.assert_allclose(whole, eager, rtol=0, atol=1e-6)  # the last bit may differ (fastmath)
+
+
+@pytest.mark.parametrize("generator", rng.GENERATORS)
+def test_a_model_compiled_with_either_generator_repeats_its_run(generator):
+    from course_lib import evo
+
+    population = evo.population.random_integers((16, 32), 0, 2, seed=0)
+
+    def run(mode):
+        inputs = evo.Input(shape=(32,), dtype="int32")
+        model = evo.Model(inputs, evo.ops.BitFlipMutation(rate=1 / 32)(evo.ops.UniformCrossover()(inputs)))
+        model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode=mode, seed=4,
+                      generator=generator)
+        return model.evolve(population, generations=5).population
+
+    first = run("xla")
+    np.testing.assert_array_equal(run("xla"), first)
+    np.testing.assert_array_equal(run("eager"), first)
+    other = [g for g in rng.GENERATORS if g != generator][0]
+    with rng.drawing(other):  # what the program draws is the model's choice, not the caller's context
+        np.testing.assert_array_equal(run("graph"), first)
+
+
+def test_an_unknown_generator_is_a_clear_error():
+    from course_lib import evo
+
+    inputs = evo.Input(shape=(8,), dtype="int32")
+    model = evo.Model(inputs, evo.ops.BitFlipMutation(rate=0.1)(inputs))
+    with pytest.raises(ValueError, match="unknown random-word generator 'mt19937'; choose one of splitmix64, threefry"):
+        model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), generator="mt19937")

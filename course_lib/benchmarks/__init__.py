@@ -1,1 +1,19 @@
-"""The ``course bench`` commands: each module measures one thing and prints its table."""
+"""The ``course bench`` commands. Each one is a function made by ``course_lib.bench.command``, which
+registers it by name when its module is imported; ``commands()`` imports them all.
+
+To add a benchmark: write its module here (one command, made by ``bench.command("name", ...)``) and add
+the module to the import line in ``commands``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from course_lib import bench
+
+
+def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
+    """Every ``course bench`` command by name (importing a benchmark module registers its command)."""
+    from course_lib.benchmarks import eager_vs_graph, ga, ga_replicas, gan, neuro, ops, strategies, tfdata, tsp, xla  # noqa: F401, I001
+
+    return dict(bench.COMMANDS)

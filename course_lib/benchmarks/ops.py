@@ -1,13 +1,10 @@
 """``course bench ops``: per-op eager / autograph / XLA times, measured with ``course_lib.bench``
-(first call apart, forced results, medians, ratios in one run).
-
-Each op module prints its own table with ``python -m course_lib.evo.ops.<module>``.
+(first call apart, forced results, medians, ratios in one run); ``--module NAME`` for one op module.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable
 
 import numpy as np
@@ -15,9 +12,8 @@ import tensorflow as tf
 
 from course_lib import bench
 from course_lib.evo import fitness, fusion, ops, population, rng
-from course_lib.evo.ops import permutation
-from course_lib.evo.ops.base import partner_rows
 from course_lib.evo.rng import Rows
+from course_lib.lessons import sorting_ops
 
 VARIANTS = ("eager", "autograph", "xla")
 
@@ -52,60 +48,14 @@ def example_op(cls, n: int):
     return op
 
 
-# -- the implementations that current ops replaced, measured beside them in the same run -----------
-
-
-def _argsort_shuffle_index(self, key, rows, length, mutate):
-    """ShuffleMutation until issue 14: sort keys are positions, random within the segment."""
-    a, b = permutation.random_segment(rng.fold_in(key, 1), rows, length)
-    pos = tf.range(length)[None, :]
-    inside = (pos >= a) & (pos < b) & mutate
-    jitter = 0.5 * rng.uniform(rng.fold_in(key, 2), rows, (length,))  # < 0.5: stays before a + 1
-    keys = tf.where(inside, tf.cast(a, tf.float32) + jitter, tf.cast(pos, tf.float32))
-    return tf.argsort(keys, axis=1, stable=True)
-
-
-def _argsort_order_crossover(self, inputs, key, rows):
-    """OrderCrossover until issue 14: the parent inverted and the kept genes ordered by argsort."""
-    x = tf.cast(rows.take(inputs[0]), tf.int32)
-    mate = tf.cast(partner_rows(inputs, rng.fold_in(key, 1), rows), tf.int32)
-    length = x.shape[1]
-    a, b = permutation.random_segment(rng.fold_in(key, 2), rows, length)
-    pos = tf.range(length)[None, :]
-    rotated = tf.gather(mate, (pos + b) % length, batch_dims=1)
-    at = tf.gather(tf.argsort(x, axis=1, stable=True), rotated, batch_dims=1)
-    keep = (at < a) | (at >= b)
-    order = tf.argsort(tf.where(keep, pos, pos + length), axis=1)
-    kept = tf.gather(rotated, order, batch_dims=1)
-    fill = tf.gather(kept, (pos - b) % length, batch_dims=1)
-    keep_parent = (pos >= a) & (pos < b)
-    crossed = self.crossed(key, rows)
-    if crossed is not None:
-        keep_parent |= ~crossed[:, None]
-    return tf.cast(tf.where(keep_parent, x, fill), inputs[0].dtype)
-
-
-# op name -> (method name, the replaced method): ``op_variants(..., before=True)`` adds its three modes
-BEFORE = {"ShuffleMutation": ("index", _argsort_shuffle_index),
-          "OrderCrossover": ("apply", _argsort_order_crossover)}
-
-
-def _before(op):
-    """A copy of ``op`` (same class, same configuration) running its replaced implementation."""
-    name, method = BEFORE[type(op).__name__]
-    old = type(op)(**op.get_config())
-    setattr(old, name, method.__get__(old))
-    return old
-
-
-def op_variants(label: str, n: int, length: int, before: bool = False):
+def op_variants(label: str, n: int, length: int, reference: bool = False):
     """One op of ``op_cases`` on an ``n x length`` population, as (op, population, functions).
 
     The functions map (population, key) to children three ways: "eager", "autograph"
     (``tf.function``) and "xla". The key is an argument, as inside ``evolve``: a constant
-    key would let the graph and XLA compilers fold the random numbers away. With ``before``,
-    an op in ``BEFORE`` also gets "eager, before", "autograph, before" and "xla, before": the
-    implementation it replaced, on the same population and key.
+    key would let the graph and XLA compilers fold the random numbers away. With ``reference``,
+    an op in ``sorting_ops.REFERENCES`` also gets "eager, sorting", "autograph, sorting" and
+    "xla, sorting": its sort-based reference, on the same population and key.
     """
     found = {lab: (make, kind) for cases in op_cases().values() for lab, make, kind in cases}
     if label not in found:
@@ -113,8 +63,8 @@ def op_variants(label: str, n: int, length: int, before: bool = False):
     make, kind = found[label]
     op, x = make(length), example_population(kind, n, length)
     fns = _modes(op)
-    if before and label in BEFORE:
-        fns.update({f"{mode}, before": fn for mode, fn in _modes(_before(op)).items()})
+    if reference and label in sorting_ops.REFERENCES:
+        fns.update({mode + sorting_ops.SUFFIX: fn for mode, fn in _modes(sorting_ops.reference(op)).items()})
     return op, x, fns
 
 
@@ -134,7 +84,7 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def best_compiled(cmp: bench.Comparison, suffix: str = "") -> str:
-    """The faster of autograph and XLA in ``cmp`` (``suffix`` ", before": of the replaced implementation)."""
+    """The faster of autograph and XLA in ``cmp`` (``suffix`` ", sorting": of the sorting reference)."""
     return min((f"autograph{suffix}", f"xla{suffix}"), key=lambda name: cmp[name].median_s)
 
 
@@ -157,11 +107,12 @@ def _known_ops(args) -> str | None:
                         "--shapes": dict(nargs="+", type=_shape, metavar="NxL",
                                          default=[(256, 64), (1024, 256), (4096, 1024)],
                                          help="population shapes, e.g. 256x64 4096x1024"),
-                        "--before": dict(action=argparse.BooleanOptionalAction, default=True,
-                                         help=f"also measure the implementations replaced ({', '.join(BEFORE)})")})
+                        "--reference": dict(action=argparse.BooleanOptionalAction, default=True,
+                                            help="also measure the sorting references "
+                                                 f"({', '.join(sorting_ops.REFERENCES)})")})
 def bench_ops(args) -> list:
     """Per-op eager / autograph (tf.function) / XLA times and speedups at a few population shapes;
-    ops whose implementation was replaced are measured beside the one they replaced, in the same run."""
+    ops with a sorting reference (``lessons.sorting_ops``) are measured beside it, in the same run."""
     shapes, repeats, cases = args.shapes, args.repeats, op_cases()
     records, summary = [], []
     for module in args.module or list(cases):
@@ -169,7 +120,7 @@ def bench_ops(args) -> list:
             if args.op and label not in args.op:
                 continue
             for n, length in shapes:
-                _, x, fns = op_variants(label, n, length, before=args.before)
+                _, x, fns = op_variants(label, n, length, reference=args.reference)
                 key = rng.key(0)
                 cmp = bench.compare({name: (lambda f=f: f(x, key)) for name, f in fns.items()}, baseline="eager",
                                     repeats=repeats, warmup=1, title=f"{label} on population {n} x {length}",
@@ -184,18 +135,12 @@ def bench_ops(args) -> list:
                    else "XLA wins" if ratio > 1 else "XLA loses")
         print(f"{label:28}{shape:14}{cmp.speedup('autograph'):>10.2f}x{cmp.speedup('xla'):>8.2f}x{ratio:>14.2f}x"
               f"  {verdict}")
-    replaced = [(label, shape, cmp) for label, shape, cmp in summary if "xla, before" in cmp.names]
-    if replaced:
-        print(f"\nreplaced implementations, same run: best compiled mode now against before, and each over "
-              f"its own eager\n{'op':28}{'population':14}{'now/before':>12}{'now':>9}{'before':>9}")
-        for label, shape, cmp in replaced:
-            now, old = best_compiled(cmp), best_compiled(cmp, ", before")
-            print(f"{label:28}{shape:14}{cmp.speedup(now, over=old):>11.2f}x{cmp.speedup(now):>8.2f}x"
-                  f"{cmp.speedup(old, over='eager, before'):>8.2f}x")
+    referenced = [(label, shape, cmp) for label, shape, cmp in summary if "xla" + sorting_ops.SUFFIX in cmp.names]
+    if referenced:
+        print(f"\nsorting references, same run: best compiled mode of the op against its reference's, and each "
+              f"over its own eager\n{'op':28}{'population':14}{'op/sorting':>12}{'op':>9}{'sorting':>9}")
+        for label, shape, cmp in referenced:
+            best, sorting = best_compiled(cmp), best_compiled(cmp, sorting_ops.SUFFIX)
+            print(f"{label:28}{shape:14}{cmp.speedup(best, over=sorting):>11.2f}x{cmp.speedup(best):>8.2f}x"
+                  f"{cmp.speedup(sorting, over='eager' + sorting_ops.SUFFIX):>8.2f}x")
     return records
-
-
-def op_module_main(module: str, argv: list[str] | None = None) -> int:
-    """``python -m course_lib.evo.ops.<module>``: the per-op table for one module."""
-    argv = sys.argv[1:] if argv is None else argv
-    return bench_ops(["--module", module, "--out", f"build/bench/ops_{module}.json", *argv])

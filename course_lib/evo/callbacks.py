@@ -18,6 +18,9 @@ class Callback:
 
     every: int | None = None
 
+    def on_mode_chosen(self, mode: str, timings: dict[str, float]) -> None:
+        """With ``mode='auto'``, once, before the run: the mode chosen and each mode's seconds per generation."""
+
     def on_evolve_begin(self, run) -> None:
         pass
 

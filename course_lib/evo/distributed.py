@@ -39,7 +39,7 @@ import tensorflow as tf
 
 from course_lib.evo import packed as packing
 from course_lib.evo.engine import whole
-from course_lib.evo.executors import COMPILERS, STATS, Generation, pool_size
+from course_lib.evo.executors import STATS, Generation, compiler, pool_size
 from course_lib.evo.selection import score
 
 DISTRIBUTIONS = ("global", "islands")
@@ -342,7 +342,7 @@ class ReplicaWork:
 
     def __init__(self, model, mode, packed, shard, batch):
         self.gen = Generation(model, packed, shard, batch)
-        wrap = COMPILERS[mode]
+        wrap = compiler(model, mode)
         self.start, self.children = wrap(self.gen.start), wrap(self._children)
         self.select, self.islands = wrap(self._select), wrap(self._islands)
 

@@ -17,12 +17,13 @@ a way of distributing is a ``distributed.Policy``; a mode is an entry of
 
 from __future__ import annotations
 
+import statistics
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import packed as packed_genes
 from course_lib.evo.executors import STATS, OneDevice, no_limits
@@ -49,12 +50,6 @@ class Result:
     mode: str
     packed: bool
     stopped_early: bool
-
-    def plot(self, ax=None):
-        """Best and mean fitness per generation (``course_lib.plotting.fitness_history``)."""
-        from course_lib.plotting import fitness_history  # matplotlib only when plotting
-
-        return fitness_history(self.history, ax=ax)
 
     def __repr__(self) -> str:
         return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
@@ -127,8 +122,23 @@ def packing(model, genes: tf.Tensor) -> bool:
     return binary
 
 
-def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: int) -> str:
-    """The model's compiled mode; 'auto' times the modes once, on one device's rows as a plain run."""
+def seconds_per_call(fn, repeats: int = 3, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls after ``warmup`` untimed ones (``fn`` returns
+    only when its work is done, as a program's ``run`` does: it copies the history to NumPy)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: int, callbacks=()) -> str:
+    """The model's compiled mode; 'auto' times the modes once, on one device's rows as a plain run,
+    keeps the seconds per generation in ``model.mode_timings`` and tells the callbacks
+    (``Callback.on_mode_chosen``)."""
     if model.chosen_mode is None:
         probe = min(AUTO_PROBE_GENERATIONS, chunk)
         rows = genes[:executor.rows(genes.shape[0])]
@@ -136,12 +146,10 @@ def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: i
         for mode in ("eager", "graph", "xla"):
             prog = OneDevice().program(model, mode, packed, rows.shape[0], batch, capacity(chunk))
             state = prog.start(rows)
-            t = bench.measure(lambda: prog.run(state, 0, probe, target, patience), name=mode, repeats=3, warmup=1,
-                              number=1)
-            model.mode_timings[mode] = t.median_s / probe
+            model.mode_timings[mode] = seconds_per_call(lambda: prog.run(state, 0, probe, target, patience)) / probe
         model.chosen_mode = min(model.mode_timings, key=model.mode_timings.get)
-        print(f"evo: auto mode chose {model.chosen_mode!r} (" + ", ".join(
-            f"{m} {s * 1e3:.3g} ms/generation" for m, s in model.mode_timings.items()) + ")")
+        for c in callbacks:
+            c.on_mode_chosen(model.chosen_mode, dict(model.mode_timings))
     return executor.mode(model, model.chosen_mode)
 
 
@@ -204,7 +212,7 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
     if checkpoint is not None:
         mode = executor.mode(model, checkpoint_mode(model, executor, checkpoint, n))
     else:
-        mode = choose_mode(model, executor, genes, packed, batch, chunk)
+        mode = choose_mode(model, executor, genes, packed, batch, chunk, callbacks)
     return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint)
 
 

@@ -28,6 +28,12 @@ from course_lib.evo.selection import score
 # autograph=False: the code is explicit tf.while_loop, with no Python control flow to convert
 COMPILERS = {"eager": lambda f: f, "graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}
 MODES = (*COMPILERS, "auto")
+
+
+def compiler(model, mode: str):
+    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator."""
+    return lambda f: COMPILERS[mode](rng.with_generator(model.generator, f))
+
 STATS = ("best", "mean", "std")
 NO_PATIENCE = np.iinfo(np.int32).max
 
@@ -249,7 +255,7 @@ class OneDeviceProgram:
     def __init__(self, model, mode, packed, n, batch, chunk):
         self.mode, self.packed, self.chunk = mode, packed, chunk
         self.gen = Generation(model, packed, n, batch)
-        wrap = COMPILERS[mode]
+        wrap = compiler(model, mode)
         self._start, self._run = wrap(self._start_fn), wrap(self._run_fn)
         self._unpacked = (None, ())  # (state, its unpacked population and best) from the last run
 

@@ -58,11 +58,12 @@ class Model:
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
-                maximize: bool | None = None, pack="auto") -> None:
+                maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
         """Set fitness, selection, mode ('eager', 'graph', 'xla' or 'auto') and seed.
 
         ``pack``: 'auto' packs 0/1 genomes into uint32 words when every op supports it;
-        False never packs; True requires packing.
+        False never packs; True requires packing. ``generator``: the random words' generator,
+        one of ``evo.rng.GENERATORS`` (the same seed gives other numbers under another one).
         """
         fit = fitness_lib.resolve(fitness, maximize)
         fit.check(self.input.spec)
@@ -72,11 +73,13 @@ class Model:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates
+        rng.check_generator(generator)
         if pack not in ("auto", True, False):
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
         for node in self.nodes:
             node.op.attach(fit)
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
+        self.generator = generator
         self.chosen_mode = None if mode == "auto" else mode
         self.mode_timings: dict[str, float] = {}
         self._programs: dict[tuple, object] = {}
@@ -132,7 +135,8 @@ class Model:
         outputs = [index[id(o)] for o in self.outputs]
         return "\n".join(ops + [f"children {outputs}; fitness {type(self.fitness).__name__}({_exact(self.fitness)}); "
                                 f"selection {type(self.selection).__name__}({_exact(self.selection)})",
-                                f"input {self.input.spec}; seed {self.seed}; population {n}; {executor}"])
+                                f"input {self.input.spec}; seed {self.seed}; population {n}; {executor}"
+                                + ("" if self.generator == rng.GENERATORS[0] else f"; words {self.generator}")])
 
     def packable(self) -> bool:
         """Whether to try bit-packing: genes are integers, every op can, and pack is not False."""

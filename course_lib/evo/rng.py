@@ -11,10 +11,14 @@ being integer math, eager, graph and XLA runs draw bit-identical numbers.
 The words: row r of key k is a SplitMix64 stream (Steele, Lea and Flood 2014, the
 generator behind Java's SplittableRandom; the constants of Vigna's splitmix64.c)
 started at a point hashed from (k, r), and each 64-bit output gives two 32-bit words.
-Two multiplies and three xor-shifts per two words: under XLA:CPU about a third of the
-cost per word of Threefry-2x32-20, which drew one word per evaluation here (using both of
-its outputs as words measured slower). ``threefry_words()`` draws as the engine did
-before, for comparison; tests/test_evo_rng.py checks the streams' uniformity and independence.
+Two multiplies and three xor-shifts per two words, against Threefry-2x32-20's twenty rounds
+of adds, rotations and xors per evaluation.
+
+The generator of the words is a named choice (``GENERATORS``): "splitmix64" (the default) or
+"threefry", one Threefry-2x32-20 evaluation per word (per pair of normals): other numbers,
+the same properties. ``Model.compile(generator=...)`` picks one for a model's programs;
+``drawing(name)`` picks one for code run directly; ``course bench ga`` times the two.
+tests/test_evo_rng.py checks both generators' uniformity and independence.
 
 Keys are ``uint32[2]`` tensors; ``fold_in`` derives independent keys from (key, data),
 e.g. (seed, generation), then (generation key, node), then (node key, draw).
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -46,14 +51,15 @@ def _rotl(x: tf.Tensor, r: int) -> tf.Tensor:
     return tf.bitwise.left_shift(x, _u32(r)) | tf.bitwise.right_shift(x, _u32(32 - r))
 
 
+GENERATORS = ("splitmix64", "threefry")
 _WORDS = contextvars.ContextVar("evo_random_words", default=None)
-_THREEFRY_WORDS = contextvars.ContextVar("evo_threefry_words", default=False)
+_GENERATOR = contextvars.ContextVar("evo_generator", default=GENERATORS[0])
 
 
 @contextlib.contextmanager
 def counting():
     """Count the random 32-bit words drawn by the code traced or run inside: ``with counting() as n: ...``,
-    then ``n[0]`` (what one generation draws, for ``benchmarks.generation_breakdown``)."""
+    then ``n[0]`` (what one generation draws)."""
     count = [0]
     token = _WORDS.set(count)
     try:
@@ -68,16 +74,33 @@ def _drawn(words: int) -> None:
         count[0] += words
 
 
+def check_generator(generator: str) -> str:
+    """``generator`` if it names one of ``GENERATORS``, else a clear error."""
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown random-word generator {generator!r}; choose one of {', '.join(GENERATORS)}")
+    return generator
+
+
 @contextlib.contextmanager
-def threefry_words():
-    """Draw the words of the code traced inside as the engine did before SplitMix64 streams: one
-    Threefry-2x32-20 evaluation per word (per pair of normals). Other numbers, the same properties;
-    ``course bench ga`` times it as the reference the default is measured against."""
-    token = _THREEFRY_WORDS.set(True)
+def drawing(generator: str):
+    """Draw the words of the code run (or traced) inside with ``generator``, one of ``GENERATORS``."""
+    token = _GENERATOR.set(check_generator(generator))
     try:
         yield
     finally:
-        _THREEFRY_WORDS.reset(token)
+        _GENERATOR.reset(token)
+
+
+def with_generator(generator: str, fn):
+    """``fn`` drawing its words with ``generator`` whenever it runs or is traced."""
+    check_generator(generator)
+
+    @functools.wraps(fn)
+    def drawn(*args, **kwargs):
+        with drawing(generator):
+            return fn(*args, **kwargs)
+
+    return drawn
 
 
 def threefry2x32(key: tf.Tensor, x0: tf.Tensor, x1: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -198,7 +221,7 @@ def bits(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
     """
     count = math.prod(shape)
     _drawn(rows.size * count)
-    if _THREEFRY_WORDS.get():  # one evaluation per word, keeping its first output
+    if _GENERATOR.get() == "threefry":  # one evaluation per word, keeping its first output
         return tf.reshape(materialize(_counters(k, rows, count)[0], k), (rows.size, *shape))
     wide = materialize(_streams(k, rows, (count + 1) // 2), k)
     words = tf.reshape(tf.bitcast(wide, U32), (rows.size, 2 * wide.shape[1]))[:, :count]
@@ -207,9 +230,9 @@ def bits(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
 
 def _pairs(k: tf.Tensor, rows: Rows, count: int) -> list[tf.Tensor]:
     """Two uint32 words per counter, [(B, count), (B, count)], pinned together: the two halves of a
-    stream word (Threefry's two outputs under ``threefry_words``), each computed once."""
+    stream word (Threefry's two outputs with the "threefry" generator), each computed once."""
     _drawn(2 * rows.size * count)
-    if _THREEFRY_WORDS.get():
+    if _GENERATOR.get() == "threefry":
         return materialize(list(_counters(k, rows, count)), k)
     wide = _streams(k, rows, count)
     return materialize([tf.cast(wide, U32), tf.cast(tf.bitwise.right_shift(wide, _u64(32)), U32)], k)

@@ -1,5 +1,5 @@
-"""``course bench ga`` and ``course bench tsp``: end-to-end speed and time to quality, measured with
-``course_lib.bench`` (first call apart, forced results, medians, ratios in one run).
+"""What lectures 10, 12 and 13 run beyond the engine: NumPy GA references, the benchmark models, the
+one-call reference, the breakdown of one generation, replica races and the multi-worker runs.
 
 The NumPy references implement the same algorithm as the engine's models, vectorised
 over the population (no Python loop per individual): the bar the engine is judged by.
@@ -15,9 +15,8 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, devices, distribute, evo, processes
-from course_lib.lessons import applications as app
-from course_lib.evo import distributed, engine, executors, fusion, rng
+from course_lib import bench, distribute, evo
+from course_lib.evo import engine, executors, fusion, rng
 from course_lib.evo import packed as packing
 
 # -- NumPy references ------------------------------------------------------------------------
@@ -154,94 +153,11 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
 
 
 def threefry_evolve(model, population, generations: int) -> Callable[[], np.ndarray]:
-    """``model.evolve`` with every word drawn by Threefry-2x32-20, as before SplitMix64 streams
-    (``rng.threefry_words``): the reference ``course bench ga`` measures the generator against."""
-    def run():
-        with rng.threefry_words():  # the model traces its program in here, on the first call
-            return model.evolve(population, generations=generations).population
-    return run
-
-
-def _replica_counts(args) -> str | None:
-    return "--replicas takes whole numbers >= 1" if any(r < 1 for r in args.replicas or ()) else None
-
-
-_GENERATIONS = dict(type=int, default=None, help="generations per timed call")
-
-
-@bench.command("ga", repeats=3, quick={}, check=_replica_counts,
-               options={"--generations": _GENERATIONS,
-                        "--replicas": dict(type=int, nargs="+", default=None, metavar="N",
-                                           help="throughput per replica count instead (as course bench ga-replicas; "
-                                                "its report goes to build/bench/ga_replicas.json unless --out)"),
-                        "--breakdown": dict(action="store_true",
-                                            help="also time the parts of one generation (generation_breakdown)")})
-def bench_ga(args):
-    """OneMax and Rastrigin throughput (gene-generations/s) in every mode against NumPy, in one run.
-
-    Each timed call is a whole ``evolve`` of 100 generations (10 with --quick), so the
-    per-call work (checking, packing and unpacking the population, copying the result
-    to NumPy) counts, once per run as in real use. "xla, Threefry" is ``threefry_evolve``, the
-    generator before; "xla, one call" is ``single_call``, the
-    same generations as one compiled function: xla over it is what ``evolve`` costs on top, timed
-    again with the two alone (3x the repeats). The variants take turns in each round
-    (``bench.compare(in_turns=True)``).
-    """
-    if args.replicas:
-        if args.out == bench_ga.parser().get_default("out"):
-            args.out = bench_replicas.parser().get_default("out")  # the skeleton writes args.out after this returns
-        return measure_replicas(args)
-    onemax_shape = (512, 256) if args.quick else (4096, 1024)
-    rastrigin_shape = (512, 100) if args.quick else (4096, 100)
-    generations = args.generations or (10 if args.quick else 100)
-    problems = [
-        ("OneMax", onemax_shape, evo.population.random_integers(onemax_shape, 0, 2, seed=0),
-         lambda pop: numpy_onemax(pop, generations, rate=1 / onemax_shape[1]), onemax_model),
-        ("Rastrigin", rastrigin_shape, evo.population.uniform(rastrigin_shape, -5.12, 5.12, seed=0),
-         lambda pop: numpy_rastrigin(pop, generations, **RASTRIGIN), rastrigin_model),
-    ]
-    comparisons, results = [], []
-    for name, (n, length), population, numpy_run, make_model in problems:
-        pop_np = population.numpy()
-        variants = {"numpy": lambda: numpy_run(pop_np)}
-        for mode in ("xla", "graph", "eager"):  # xla next to numpy: the key ratio, least exposed to drift in load
-            model = make_model(length, mode)
-            variants[mode] = lambda model=model: model.evolve(population, generations=generations).population
-            if mode == "xla":
-                variants["xla, one call"] = single_call(make_model(length, mode), population, generations)
-                variants["xla, Threefry"] = threefry_evolve(make_model(length, mode), population, generations)
-        cmp = bench.compare(variants, baseline="numpy", repeats=args.repeats, warmup=0, in_turns=True,
-                            title=f"{name}: population {n} x {length}, {generations} generations per call",
-                            params={"problem": name, "population": [n, length], "generations": generations})
-        work = n * length * generations
-        rates = {t.name: work / t.median_s for t in cmp.timings}
-        print(cmp)
-        print(f"{'variant':16}{'gene-generations/s':>20}{'vs numpy':>10}")
-        for variant, rate in rates.items():
-            print(f"{variant:16}{rate:>20.3e}{cmp.speedup(variant):>9.2f}x")
-        # the two again, alone in turns: beside the NumPy and eager runs their few percent drown in noise
-        pair = bench.compare({v: variants[v] for v in ("xla", "xla, one call")}, repeats=3 * args.repeats,
-                             warmup=1, in_turns=True, title=f"{name}: evolve against one compiled call, alone in turns",
-                             params={"problem": name, "population": [n, length], "generations": generations})
-        overhead = pair.speedup("xla, one call", over="xla")
-        print(pair)
-        print(f"evolve (xla) takes {overhead:.3f}x the time of one compiled call, the two alone in turns; "
-              f"{pair.verdict('xla', 'xla, one call')}")
-        print(f"SplitMix64 words against Threefry words (the generator before): {cmp.verdict('xla', 'xla, Threefry')}")
-        print()
-        comparisons += [cmp, pair]
-        results.append({"problem": name, "gene_generations_per_s": rates,
-                        "vs_numpy": {v: cmp.speedup(v) for v in rates}, "evolve_over_one_call": overhead})
-        if args.breakdown:
-            parts = generation_breakdown(make_model(length, "xla"), population, repeats=args.repeats)
-            print(f"{'part of one generation':40}{'µs apart':>10}{'share':>8}{'µs saved without it':>22}{'share':>8}")
-            for row in breakdown_table(parts):
-                print(f"{row['part']:40}{row['µs per generation, apart']:>10}{row['share of a generation']:>8}"
-                      f"{row['µs saved without it']:>22}{row['share saved']:>8}")
-            print(breakdown_sentences(parts), end="\n\n")
-            comparisons.append(parts["comparison"])
-            results[-1]["breakdown"] = {k: v for k, v in parts.items() if k != "comparison"}
-    return bench.Report(comparisons, {"results": results})
+    """``model.evolve`` with every word drawn by Threefry-2x32-20 (``compile(generator="threefry")``):
+    the reference ``course bench ga`` measures the default generator against. Recompiles ``model``."""
+    model.compile(model.fitness, model.selection, mode=model.mode, seed=model.seed, pack=model.pack,
+                  generator="threefry")
+    return lambda: model.evolve(population, generations=generations).population
 
 
 # -- where the time of one generation goes ----------------------------------------------------------
@@ -437,21 +353,6 @@ def resumable_onemax(strategy, checkpoint: str | None = None, resume_at: int | N
     return onemax_run(strategy, **kwargs, model=model, resume_from=checkpoint)
 
 
-# -- throughput per replica count: `course bench ga --replicas N ...` ----------------------------------
-
-PROBLEMS = ("onemax", "rastrigin")
-
-
-def _problem(problem: str, shape: tuple[int, int], mode: str):
-    """(model, initial population) of the engine's benchmark models."""
-    n, length = shape
-    if problem == "onemax":
-        return onemax_model(length, mode), evo.population.random_integers(shape, 0, 2, seed=0)
-    if problem == "rastrigin":
-        return rastrigin_model(length, mode), evo.population.uniform(shape, -5.12, 5.12, seed=0)
-    raise ValueError(f"unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)}")
-
-
 def replica_variants(model, population, generations: int, *, strategy_for, migrants: int = 1) -> dict:
     """``SpeedupWidget`` builders (knobs ``replicas`` and ``interval``, the islands' migration interval,
     a name short enough for a slider's label): ``model`` on one device without a strategy, and with
@@ -484,101 +385,3 @@ def replica_comparison(strategy, model, population, generations: int = 30, *, mi
                          title=f"{model.name} {shape[0]} x {shape[1]}, {generations} generations, {r} replica(s)",
                          params={"problem": model.name, "population": list(shape), "generations": generations,
                                  "replicas": r, "migration_interval": migration_interval, "migrants": migrants})
-
-
-def measure_replicas_in_fresh_process(replicas: int, problems: list, generations: int, repeats: int) -> dict:
-    """Runs in a process of its own: virtual CPUs are fixed when TensorFlow starts."""
-    strategy = distribute.make_strategy("mirrored", devices.virtual_cpus(replicas))
-    out = []
-    for problem, shape in problems:
-        model, population = _problem(problem, shape, "xla")
-        cmp = replica_comparison(strategy, model, population, generations, repeats=repeats)
-        work = shape[0] * shape[1] * generations
-        out.append({"comparison": cmp.to_dict(), "gene_generations_per_s": {t.name: work / t.median_s
-                                                                           for t in cmp.timings}})
-    return {"replicas": replicas, "results": out}
-
-
-@bench.command("ga-replicas", repeats=3, quick={}, check=_replica_counts,
-               options={"--generations": _GENERATIONS,
-                        "--replicas": dict(type=int, nargs="+", default=[1, 2, 4], metavar="N",
-                                           help="replica counts (one virtual CPU each)")})
-def bench_replicas(args):
-    """OneMax and Rastrigin throughput per replica count (MirroredStrategy over virtual CPUs, one
-    fresh process per count), global selection and islands against one device without a strategy."""
-    return measure_replicas(args)
-
-
-def measure_replicas(args) -> bench.Report:
-    """``course bench ga-replicas`` (and ``ga --replicas``): one fresh process per replica count."""
-    generations = args.generations or (10 if args.quick else 30)
-    problems = ([("onemax", (512, 256)), ("rastrigin", (512, 100))] if args.quick
-                else [("onemax", (4096, 1024)), ("rastrigin", (4096, 100))])
-    for r in args.replicas:
-        for _, (n, _) in problems:
-            distributed.shard_size(n, r)
-    runs = [processes.run("course_lib.lessons.evolution:measure_replicas_in_fresh_process",
-                          args=[r, problems, generations, args.repeats], env={"TF_CPP_MIN_LOG_LEVEL": "3"},
-                          timeout=1800).result for r in args.replicas]
-    print(f"{'problem':10}{'replicas':>9}  {'variant':14}{'gene-generations/s':>20}{'vs one device':>15}")
-    for run in runs:
-        for res in run["results"]:
-            cmp = res["comparison"]
-            for v in cmp["variants"]:
-                rate = res["gene_generations_per_s"][v["name"]]
-                print(f"{cmp['params']['problem']:10}{run['replicas']:>9}  {v['name']:14}{rate:>20.3e}"
-                      f"{v['speedup']:>14.2f}x")
-    return bench.Report([], {"generations": generations, "runs": runs})
-
-
-# -- time to quality on the travelling salesman ---------------------------------------------------
-
-
-def print_quality_table(rows: list[dict]) -> None:
-    """``applications.quality_table`` as text."""
-    print(f"{'method':44}{'work':>26}{'length':>10}{'% above':>9}{'s to 1%':>9}{'ended':>8}{'CPU s':>8}")
-    for r in rows:
-        print(f"{r['method']:44}{r['work']:>26}{r['length']:>10.4f}{r['% above shortest']:>8.2f}%"
-              f"{r['s to within 1%']:>9.2f}{r['ended at s']:>8.1f}{r['CPU s']:>8.1f}")
-
-
-def _tsp_sizes(args) -> str | None:
-    return "--cities must be >= 10 and --budget > 0" if min(args.cities) < 10 or min(args.budget) <= 0 else None
-
-
-@bench.command("tsp", repeats=None, quick={"cities": [100], "budget": [5.0]}, check=_tsp_sizes,
-               options={"--cities": dict(type=int, nargs="+", default=[100, 1000], help="instance sizes"),
-                        "--budget": dict(type=float, nargs="+", default=[15.0, 60.0],
-                                         help="seconds per method, one per instance size (the last one repeats)"),
-                        "--seed": dict(type=int, default=0),
-                        "--clock": dict(choices=["wall", "cpu"], default="wall",
-                                        help="budget and times in wall time, or in this process's CPU time "
-                                             "(on a busy machine)")})
-def bench_tsp(args):
-    """Time to quality on random cities in the unit square: multi-start nearest neighbour + 2-opt +
-    or-opt (NumPy), the plain GA and the memetic GA (XLA, compile included), each for the same
-    wall-time budget, one after the other in one run. Up to 200 cities, also the best of 30
-    descents (the reference of issue 17's goal)."""
-    sizes, budgets = args.cities, args.budget
-    results = []
-    for k, n in enumerate(sizes):
-        budget = budgets[min(k, len(budgets) - 1)]
-        xy = app.cities("random", n, seed=args.seed)
-        traces = app.time_to_quality(xy, budget, seed=args.seed, clock=args.clock)
-        rows = app.quality_table(traces, budget)
-        print(f"\n{n} random cities, {budget:g} s of {args.clock} time per method, compile included")
-        print_quality_table(rows)
-        record = {"cities": n, "budget_s": budget, "clock": args.clock, "table": rows,
-                  "traces": {name: {"seconds": t.seconds, "lengths": t.lengths, "work": t.work}
-                             for name, t in traces.items()}}
-        if n <= 200:
-            reference = app.multi_start(app.distance_matrix(xy), float("inf"), starts=30, seed=args.seed,
-                                        clock=args.clock)
-            best = reference.lengths[-1]
-            record["best_of_30_descents"] = {"length": best, "seconds": reference.seconds[-1]}
-            print(f"best of 30 descents: {best:.4f} (in {reference.seconds[-1]:.1f} s)")
-            for name, t in traces.items():
-                print(f"  {name:44} {100 * (t.length_at(budget) / best - 1):+.2f}% against it at {budget:g} s; "
-                      f"within 3% of it after {t.time_to(1.03 * best):.1f} s")
-        results.append(record)
-    return bench.Report([], {"results": results})

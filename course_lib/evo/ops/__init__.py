@@ -1,16 +1,15 @@
-"""Variation ops, one module per family; each module prints its speedup table with ``python -m``.
+"""Variation ops, one module per family (``course bench ops --module NAME`` times one family).
 
 A new op is one class in one module of this package: a public subclass of ``Op`` registers
 itself (``base.REGISTRY``). ``registry()`` imports every module here and returns the table that
-``evo.ops.<Name>``, ``course bench ops`` and the op tests read. Names resolve lazily (PEP 562),
-so ``python -m course_lib.evo.ops.mutation`` runs the module without it having been imported
-first by this package.
+``evo.ops.<Name>``, ``course bench ops`` and the op tests read. Names resolve lazily (PEP 562):
+importing the package imports no op module until a name is asked for.
 """
 
 import importlib
 import pkgutil
 
-_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover"}  # public base classes, not ops
+_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation"}  # public base classes, not ops
 
 
 def registry() -> dict[str, type]:

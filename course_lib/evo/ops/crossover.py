@@ -107,9 +107,3 @@ class TwoPointCrossover(_PointCrossover):
     def segment(self, key, rows, length):
         cuts = rng.integers(key, rows, (2,), length + 1)
         return tf.reduce_min(cuts, 1), tf.reduce_max(cuts, 1)
-
-
-if __name__ == "__main__":
-    from course_lib.benchmarks.ops import op_module_main
-
-    raise SystemExit(op_module_main("crossover"))

@@ -14,10 +14,10 @@ import tensorflow as tf
 from course_lib.evo import rng
 from course_lib.evo.ops.base import check_rate
 from course_lib.evo.ops.local_search import move_segment
-from course_lib.evo.ops.permutation import _PermutationOp
+from course_lib.evo.ops.permutation import PermutationOp
 
 
-class DoubleBridge(_PermutationOp):
+class DoubleBridge(PermutationOp):
     """Swap two adjacent random segments of 1 to ``segment`` cities each, in a share ``rate``
     of the tours (the others pass unchanged)."""
 
@@ -43,9 +43,3 @@ class DoubleBridge(_PermutationOp):
 
     def config(self):
         return {"rate": self.rate, "segment": self.segment}
-
-
-if __name__ == "__main__":
-    from course_lib.benchmarks.ops import op_module_main
-
-    raise SystemExit(op_module_main("double_bridge"))

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from course_lib.evo import fusion, rng
 from course_lib.evo.graph import SymbolicTensor
-from course_lib.evo.ops.permutation import _PermutationOp, inverse_permutation
+from course_lib.evo.ops.permutation import PermutationOp, inverse_permutation
 from course_lib.evo.rng import Rows
 
 # a move is applied when it shortens the tour by more than this share of the longest distance:
@@ -65,7 +65,7 @@ def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Ten
     return tf.gather(tours, tf.range(tours.shape[1])[None, :] + offset, batch_dims=1)
 
 
-class _LocalSearch(_PermutationOp):
+class _LocalSearch(PermutationOp):
     """What both local searches share: distances from the fitness, ``steps`` rounds of ``improve``
     per call, each on ``candidates`` random moves per tour (None: all of them), biased to each
     city's ``neighbours`` nearest cities (None: uniform)."""
@@ -268,9 +268,3 @@ class OrOpt(_LocalSearch):
 
     def config(self):
         return {**super().config(), "segment": self.segment}
-
-
-if __name__ == "__main__":
-    from course_lib.benchmarks.ops import op_module_main
-
-    raise SystemExit(op_module_main("local_search"))

@@ -353,9 +353,3 @@ class GaussianMutation(Op):
 
     def config(self):
         return {"stddev": self.stddev, "rate": self.rate, "low": self.low, "high": self.high}
-
-
-if __name__ == "__main__":
-    from course_lib.benchmarks.ops import op_module_main
-
-    raise SystemExit(op_module_main("mutation"))

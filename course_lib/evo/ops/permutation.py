@@ -15,7 +15,10 @@ from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
 from course_lib.evo.rng import Rows
 
 
-class _PermutationOp(Op):
+class PermutationOp(Op, register=False):
+    """Base class of the ops on permutation genomes (a tour: each of 0..L-1 once): it checks that the
+    genome is a 1-D integer permutation whose values fit the dtype, and marks the op as needing one."""
+
     permutation = True
     genes = "permutation"
 
@@ -37,7 +40,7 @@ def random_segment(key: tf.Tensor, rows: Rows, length: int) -> tuple[tf.Tensor, 
     return tf.reduce_min(cuts, 1)[:, None], tf.reduce_max(cuts, 1)[:, None]
 
 
-class _Mutation(_PermutationOp):
+class _Mutation(PermutationOp):
     def __init__(self, rate: float = 1.0, name: str | None = None):
         super().__init__(name)
         self.rate = check_rate(type(self).__name__, rate)
@@ -160,7 +163,7 @@ def exclusive_count(flags: tf.Tensor) -> tf.Tensor:
     return tf.reshape(within + before_word[:, :, None], (b, -1))[:, :n]
 
 
-class OrderCrossover(_PermutationOp, Mating):
+class OrderCrossover(PermutationOp, Mating):
     """Order crossover (OX): a segment from the parent, the other genes in the mate's order.
 
     The child keeps parent[a:b] in place; the remaining positions, from b onwards
@@ -197,9 +200,3 @@ class OrderCrossover(_PermutationOp, Mating):
         if crossed is not None:
             keep_parent |= ~crossed[:, None]
         return tf.cast(tf.where(keep_parent, x, fill), inputs[0].dtype)
-
-
-if __name__ == "__main__":
-    from course_lib.benchmarks.ops import op_module_main
-
-    raise SystemExit(op_module_main("permutation"))

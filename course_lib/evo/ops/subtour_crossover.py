@@ -17,10 +17,10 @@ import tensorflow as tf
 
 from course_lib.evo import rng
 from course_lib.evo.ops.base import Mating, partner_rows
-from course_lib.evo.ops.permutation import _PermutationOp, exclusive_count, inverse_permutation, place
+from course_lib.evo.ops.permutation import PermutationOp, exclusive_count, inverse_permutation, place
 
 
-class SubtourCrossover(_PermutationOp, Mating):
+class SubtourCrossover(PermutationOp, Mating):
     """The child: its parent with a run of 1 to ``segment`` consecutive cities of its mate moved
     in as a block after the city that precedes the run in the mate (None: runs up to half the
     tour). With ``probability`` below 1, a child that is not crossed is a copy of its parent."""
@@ -59,9 +59,3 @@ class SubtourCrossover(_PermutationOp, Mating):
 
     def config(self):
         return {**super().config(), "segment": self.segment}
-
-
-if __name__ == "__main__":
-    from course_lib.benchmarks.ops import op_module_main
-
-    raise SystemExit(op_module_main("subtour_crossover"))

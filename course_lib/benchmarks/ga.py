@@ -1,0 +1,89 @@
+"""``course bench ga``: end-to-end throughput of the engine's models in every mode against NumPy,
+measured with ``course_lib.bench`` (first call apart, forced results, medians, ratios in one run).
+
+The NumPy references implement the same algorithm as the engine's models, vectorised over the
+population (no Python loop per individual): the bar the engine is judged by.
+"""
+
+from __future__ import annotations
+
+from course_lib import bench, evo
+from course_lib.benchmarks.ga_replicas import GENERATIONS, bench_replicas, measure_replicas, replica_counts
+from course_lib.lessons.evolution import (RASTRIGIN, breakdown_sentences, breakdown_table, generation_breakdown,
+                                          numpy_onemax, numpy_rastrigin, onemax_model, rastrigin_model,
+                                          single_call, threefry_evolve)
+
+
+@bench.command("ga", repeats=3, quick={}, check=replica_counts,
+               options={"--generations": GENERATIONS,
+                        "--replicas": dict(type=int, nargs="+", default=None, metavar="N",
+                                           help="throughput per replica count instead (as course bench ga-replicas; "
+                                                "its report goes to build/bench/ga_replicas.json unless --out)"),
+                        "--breakdown": dict(action="store_true",
+                                            help="also time the parts of one generation (generation_breakdown)")})
+def bench_ga(args):
+    """OneMax and Rastrigin throughput (gene-generations/s) in every mode against NumPy, in one run.
+
+    Each timed call is a whole ``evolve`` of 100 generations (10 with --quick), so the
+    per-call work (checking, packing and unpacking the population, copying the result
+    to NumPy) counts, once per run as in real use. "xla, Threefry" is ``threefry_evolve``, the
+    other random-word generator; "xla, one call" is ``single_call``, the
+    same generations as one compiled function: xla over it is what ``evolve`` costs on top, timed
+    again with the two alone (3x the repeats). The variants take turns in each round
+    (``bench.compare(in_turns=True)``).
+    """
+    if args.replicas:
+        if args.out == bench_ga.parser().get_default("out"):
+            args.out = bench_replicas.parser().get_default("out")  # the skeleton writes args.out after this returns
+        return measure_replicas(args)
+    onemax_shape = (512, 256) if args.quick else (4096, 1024)
+    rastrigin_shape = (512, 100) if args.quick else (4096, 100)
+    generations = args.generations or (10 if args.quick else 100)
+    problems = [
+        ("OneMax", onemax_shape, evo.population.random_integers(onemax_shape, 0, 2, seed=0),
+         lambda pop: numpy_onemax(pop, generations, rate=1 / onemax_shape[1]), onemax_model),
+        ("Rastrigin", rastrigin_shape, evo.population.uniform(rastrigin_shape, -5.12, 5.12, seed=0),
+         lambda pop: numpy_rastrigin(pop, generations, **RASTRIGIN), rastrigin_model),
+    ]
+    comparisons, results = [], []
+    for name, (n, length), population, numpy_run, make_model in problems:
+        pop_np = population.numpy()
+        variants = {"numpy": lambda: numpy_run(pop_np)}
+        for mode in ("xla", "graph", "eager"):  # xla next to numpy: the key ratio, least exposed to drift in load
+            model = make_model(length, mode)
+            variants[mode] = lambda model=model: model.evolve(population, generations=generations).population
+            if mode == "xla":
+                variants["xla, one call"] = single_call(make_model(length, mode), population, generations)
+                variants["xla, Threefry"] = threefry_evolve(make_model(length, mode), population, generations)
+        cmp = bench.compare(variants, baseline="numpy", repeats=args.repeats, warmup=0, in_turns=True,
+                            title=f"{name}: population {n} x {length}, {generations} generations per call",
+                            params={"problem": name, "population": [n, length], "generations": generations})
+        work = n * length * generations
+        rates = {t.name: work / t.median_s for t in cmp.timings}
+        print(cmp)
+        print(f"{'variant':16}{'gene-generations/s':>20}{'vs numpy':>10}")
+        for variant, rate in rates.items():
+            print(f"{variant:16}{rate:>20.3e}{cmp.speedup(variant):>9.2f}x")
+        # the two again, alone in turns: beside the NumPy and eager runs their few percent drown in noise
+        pair = bench.compare({v: variants[v] for v in ("xla", "xla, one call")}, repeats=3 * args.repeats,
+                             warmup=1, in_turns=True, title=f"{name}: evolve against one compiled call, alone in turns",
+                             params={"problem": name, "population": [n, length], "generations": generations})
+        overhead = pair.speedup("xla, one call", over="xla")
+        print(pair)
+        print(f"evolve (xla) takes {overhead:.3f}x the time of one compiled call, the two alone in turns; "
+              f"{pair.verdict('xla', 'xla, one call')}")
+        print(f"SplitMix64 words against Threefry words: {cmp.verdict('xla', 'xla, Threefry')}")
+        print()
+        comparisons += [cmp, pair]
+        results.append({"problem": name, "gene_generations_per_s": rates,
+                        "vs_numpy": {v: cmp.speedup(v) for v in rates}, "evolve_over_one_call": overhead})
+        if args.breakdown:
+            parts = generation_breakdown(make_model(length, "xla"), population, repeats=args.repeats)
+            print(f"{'part of one generation':40}{'µs apart':>10}{'share':>8}{'µs saved without it':>22}{'share':>8}")
+            for row in breakdown_table(parts):
+                print(f"{row['part']:40}{row['µs per generation, apart']:>10}{row['share of a generation']:>8}"
+                      f"{row['µs saved without it']:>22}{row['share saved']:>8}")
+            print(breakdown_sentences(parts), end="\n\n")
+            comparisons.append(parts["comparison"])
+            results[-1]["breakdown"] = {k: v for k, v in parts.items() if k != "comparison"}
+    return bench.Report(comparisons, {"results": results})
