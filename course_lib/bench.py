@@ -215,9 +215,10 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        widths = (22, 16, 12, 18, 8)
+        rows = self.rows()
+        widths = (max([22] + [len(row[0]) + 2 for row in rows]), 16, 12, 18, 8)  # names never run into numbers
         lines = ["".join(c.ljust(w) for c, w in zip(self.COLUMNS, widths))]
-        for name, first, med, spread, sp in self.rows():
+        for name, first, med, spread, sp in rows:
             cells = (name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
             lines.append("".join(c.ljust(w) for c, w in zip(cells, widths)))
         return header + "\n".join(lines) + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})"

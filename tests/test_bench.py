@@ -205,3 +205,10 @@ def test_compare_in_turns_times_every_variant_in_each_round():
         bench.compare({"a": lambda: 1}, number=5, in_turns=True)
     with pytest.raises(bench.BenchError, match="variant .b. raised ZeroDivisionError"):
         bench.compare({"a": lambda: 1, "b": lambda: 1 / 0}, in_turns=True)
+
+
+def test_text_table_widens_its_name_column_for_long_names():
+    long = "autograph, run-time key, constant seed"
+    table = repr(bench.compare({long: lambda: 1, "b": lambda: 2}, repeats=3, number=1))
+    row = next(line for line in table.splitlines() if line.startswith(long))
+    assert row[len(long)] == " " and row[len(long) + 1] == " "  # two spaces before the first number
