@@ -20,7 +20,7 @@ def _lectures(args) -> int:
     failed = [o for o in outcomes if not o.ok]
     if args.in_place:
         exercises.build()
-        print(f"rebuilt exercises/ from solutions/")
+        print("rebuilt exercises/ from solutions/")
     else:
         index = lectures.write_index([o for o in outcomes if o.lecture.path.parent == lectures.NOTEBOOKS])
         print(f"index: {index}")

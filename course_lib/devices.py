@@ -27,6 +27,9 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import processes
+from course_lib.evo.validation import short_device_name as short_name
+from course_lib.evo.validation import whole
+from course_lib.virtual_devices import DeviceSetupError, virtual_cpus, virtual_gpus
 
 __all__ = [
     "DeviceSetupError", "short_name", "device_table", "virtual_cpus", "virtual_gpus", "where",
@@ -34,16 +37,6 @@ __all__ = [
     "PlacementLog", "placement_log", "physical_devices_with", "copy_devices",
     "copy_variants", "shares_buffer", "Transfers", "transfer_costs",
 ]
-
-
-class DeviceSetupError(RuntimeError):
-    """Devices cannot be configured now (the runtime already started, or no such device)."""
-
-
-def short_name(device: str) -> str:
-    """``/job:localhost/replica:0/task:0/device:CPU:1`` -> ``CPU:1`` (empty stays empty)."""
-    match = re.search(r"(?:device:)?([A-Za-z_]+:\d+)$", device or "")
-    return match.group(1) if match else device
 
 
 def device_table() -> list[dict]:
@@ -56,50 +49,6 @@ def device_table() -> list[dict]:
     rows += [{"kind": "logical", "type": d.device_type, "name": d.name}
              for d in tf.config.list_logical_devices()]
     return rows
-
-
-def _split(device_type: str, n: int, memory_limit_mb: int | None) -> list[str]:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"the number of virtual {device_type} devices must be a whole number >= 1, got {n!r}")
-    physical = tf.config.list_physical_devices(device_type)
-    if not physical:
-        found = ", ".join(d.name for d in tf.config.list_physical_devices()) or "none"
-        raise DeviceSetupError(f"there is no physical {device_type} to split on this machine "
-                               f"(physical devices: {found})")
-    config = [tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb) for _ in range(n)]
-    want = n + len(physical) - 1  # the first device is split, any others stay whole
-    try:
-        tf.config.set_logical_device_configuration(physical[0], config)
-    except RuntimeError:  # the runtime already started; fine if it has what we want
-        have = [d.name for d in tf.config.list_logical_devices(device_type)]
-        if len(have) != want:
-            call = f"virtual_cpus({n})" if device_type == "CPU" else f"virtual_gpus({n}, ...)"
-            raise DeviceSetupError(
-                f"TensorFlow is already running with {len(have)} logical {device_type} device(s) "
-                f"({', '.join(short_name(h) for h in have)}), so it cannot be split into {n} now: virtual "
-                f"devices are fixed when the runtime starts (at the first operation, tensor or device "
-                f"listing). Restart the kernel or process and call devices.{call} before any other "
-                f"TensorFlow code.") from None
-    return [d.name for d in tf.config.list_logical_devices(device_type)]
-
-
-def virtual_cpus(n: int) -> list[str]:
-    """Split the CPU into ``n`` logical devices; returns their names (``/device:CPU:0`` ...).
-
-    Call it first, before any other TensorFlow code (it starts the runtime). Calling it
-    again with the same ``n`` returns the same devices; a different ``n`` after the start
-    raises ``DeviceSetupError`` with the fix. The logical CPUs share the cores and the
-    memory: they are for trying multi-device code (``tf.distribute``), not for speed.
-    """
-    return _split("CPU", n, None)
-
-
-def virtual_gpus(n: int, memory_limit_mb: int) -> list[str]:
-    """Split the first GPU into ``n`` logical GPUs of ``memory_limit_mb`` each (same rules
-    as ``virtual_cpus``); ``DeviceSetupError`` when there is no GPU."""
-    if not isinstance(memory_limit_mb, (int, np.integer)) or memory_limit_mb < 1:
-        raise ValueError(f"memory_limit_mb must be a whole number of megabytes >= 1, got {memory_limit_mb!r}")
-    return _split("GPU", n, int(memory_limit_mb))
 
 
 def where(tensor) -> str:
@@ -263,8 +212,7 @@ def copy_variants(steps: int = 10, devices: tuple[str, str] | None = None) -> di
     * "round trip through NumPy": each step's result is pulled to a NumPy array and
       pushed back, two real copies plus a wait for the device to finish.
     """
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a whole number >= 1, got {steps!r}")
+    whole("steps", steps, 1)
     home, away = devices or copy_devices()
 
     def data(megabytes):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -35,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, processes
+from course_lib.evo.validation import short_device_name, whole
 
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants", "model_parallel_verdicts",
@@ -159,7 +159,7 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
                 seen.add(key)
                 shape = tensor.shape.as_list()
                 size = int(np.prod(shape)) * tensor.dtype.size
-                rows.append({"from": _short(src), "to": _short(dst), "shape": shape, "bytes": size,
+                rows.append({"from": short_device_name(src), "to": short_device_name(dst), "shape": shape, "bytes": size,
                              "copied": 0 if _on_cpu(src) and _on_cpu(dst) else size})
     # The graph's input has no device; it reaches every device that first uses it.
     inputs = {t.name for t in graph.inputs[:1]}
@@ -169,18 +169,13 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
                 seen.add((tensor.name, op.device))
                 shape = tensor.shape.as_list()
                 size = int(np.prod(shape)) * tensor.dtype.size
-                rows.append({"from": "input", "to": _short(op.device), "shape": shape, "bytes": size,
+                rows.append({"from": "input", "to": short_device_name(op.device), "shape": shape, "bytes": size,
                              "copied": 0 if _on_cpu(op.device) else size})
     return rows
 
 
 def _on_cpu(device: str) -> bool:
     return tf.DeviceSpec.from_string(device).device_type == "CPU"
-
-
-def _short(device: str) -> str:
-    match = re.search(r"([A-Z]+:\d+)$", device)
-    return match.group(1) if match else device
 
 
 def model_parallel_variants(devices: Sequence[str], *, width: int = 256, depth: int = 8,
@@ -334,7 +329,7 @@ def variable_placement(strategy: tf.distribute.Strategy) -> str:
         variable = tf.Variable(0.0)
     copies = getattr(variable, "values", None)  # a mirrored variable has one per replica
     places = [c.device for c in copies] if copies else [variable.device]
-    return f"{type(variable).__name__} on {', '.join(_short(p) for p in places)}"
+    return f"{type(variable).__name__} on {', '.join(short_device_name(p) for p in places)}"
 
 
 def fit(strategy: tf.distribute.Strategy, x, y, *, global_batch: int = 64, epochs: int = 3,
@@ -546,9 +541,7 @@ def launch(target: str, n_workers: int = 2, *, args: Sequence = (), kwargs: Mapp
     worker processes (and their children) are stopped before it returns: SIGTERM, then
     SIGKILL after ``grace`` seconds.
     """
-    if not isinstance(n_workers, (int, np.integer)) or isinstance(n_workers, bool) or n_workers < 1:
-        raise ValueError(f"n_workers must be a whole number >= 1, got {n_workers!r}")
-    ports = free_ports(int(n_workers))
+    ports = free_ports(whole("n_workers", n_workers, 1))
     each = [{"TF_CONFIG": json.dumps(tf_config(ports, i))} for i in range(int(n_workers))]
     return [w.result for w in processes.run_many(target, each, args=args, kwargs=kwargs, env=env,
                                                    timeout=timeout, grace=grace)]

@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench
+from course_lib.evo.validation import whole
 
 __all__ = [
     "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",
@@ -52,23 +53,17 @@ def small_ops(x: tf.Tensor, n_ops: int) -> tf.Tensor:
     return x
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    return int(value)
-
-
 def small_ops_variants(elements: int = 16) -> dict[str, Callable[..., Callable[[], Any]]]:
     """Widget builders for ``small_ops`` on a vector of ``elements`` floats; knob: ``ops``."""
-    _positive_int("elements", elements)
+    whole("elements", elements, 1)
 
     def eager(ops: int):
-        _positive_int("ops", ops)
+        whole("ops", ops, 1)
         x = tf.ones([elements])
         return lambda: small_ops(x, ops)
 
     def graph(ops: int):
-        _positive_int("ops", ops)
+        whole("ops", ops, 1)
         x = tf.ones([elements])
         f = tf.function(lambda v: small_ops(v, ops))
         return lambda: f(x)
@@ -84,7 +79,7 @@ def matmul_variants() -> dict[str, Callable[..., Callable[[], Any]]]:
     """
 
     def data(n):
-        _positive_int("n", n)
+        whole("n", n, 1)
         rng = np.random.default_rng(0)
         return (tf.constant(rng.standard_normal((n, n), dtype=np.float32)),
                 tf.constant(rng.standard_normal((n, n), dtype=np.float32)))
@@ -150,7 +145,7 @@ def train_step_variants(image_size: int = 28, classes: int = 10) -> dict[str, Ca
     import keras
 
     def setup(batch):
-        _positive_int("batch", batch)
+        whole("batch", batch, 1)
         model = conv_model(image_size, classes)
         optimizer = keras.optimizers.SGD(0.01)
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -539,7 +534,7 @@ def retracing_variants() -> dict[str, Callable[..., Callable[[], Any]]]:
     """
 
     def build(ops: int, as_tensor: bool):
-        _positive_int("ops", ops)
+        whole("ops", ops, 1)
         f = tf.function(lambda x: small_ops(tf.fill([4], tf.cast(x, tf.float32)), ops))
         counter = iter(range(10**9))
         run = (lambda: f(tf.constant(next(counter)))) if as_tensor else (lambda: f(next(counter)))

@@ -260,9 +260,9 @@ def _child_main(folder: str, index: str, n_children: str) -> None:
     try:
         spec = json.loads((root / "spec.json").read_text())
         if spec["virtual_cpus"]:
-            from course_lib import devices
+            from course_lib.virtual_devices import virtual_cpus
 
-            devices.virtual_cpus(spec["virtual_cpus"])
+            virtual_cpus(spec["virtual_cpus"])
         if spec["source"] is not None:
             namespace = {"__name__": "__main__"}
             exec(compile(spec["source"], "<snippet>", "exec"), namespace)

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, graphs, processes
+from course_lib.evo.validation import whole
 
 AUTO_JIT_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
 GRAPH, JIT, AUTO = "graph (tf.function)", "XLA (jit_compile=True)", "XLA auto-clustering"
@@ -467,8 +468,7 @@ def process_comparison(target: str, variants: Mapping[str, tuple[str, Mapping]],
     """
     if not variants:
         raise ValueError("process_comparison needs at least one variant: {name: (flags, kwargs)}")
-    if not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be a whole number >= 1, got {rounds!r}")
+    whole("rounds", rounds, 1)
     times: dict[str, list[float]] = {name: [] for name in variants}
     firsts: dict[str, list[float]] = {name: [] for name in variants}
     compilations: dict[str, list[int]] = {name: [] for name in variants}

@@ -422,3 +422,13 @@ def test_compile_attaches_the_fitness_to_every_op():
     model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="eager")
     assert [(name, type(f).__name__) for name, f in seen] == [("a", "OneMax"), ("b", "OneMax")]
     assert seen[0][1] is model.fitness
+
+
+def test_a_stopwatch_records_the_best_against_time_and_stops_at_its_budget():
+    ticks = iter(range(100))
+    watch = evo.callbacks.Stopwatch(budget_s=3, clock=lambda: float(next(ticks)))  # reads 0 when made
+    result = onemax(24, mode="graph").evolve(bits(16, 24), generations=50, chunk=5, callbacks=[watch])
+    assert watch.seconds == [1.0, 2.0, 3.0] and result.generations == 10  # begin, then two chunks: 3 s spent
+    assert watch.best == sorted(watch.best) and watch.best[-1] == result.best_fitness
+    with pytest.raises(ValueError, match="budget_s must be a positive number of seconds or None"):
+        evo.callbacks.Stopwatch(budget_s=0)

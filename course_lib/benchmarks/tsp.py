@@ -31,7 +31,7 @@ def bench_tsp(args):
     """Time to quality on random cities in the unit square: multi-start nearest neighbour + 2-opt +
     or-opt (NumPy), the plain GA and the memetic GA (XLA, compile included), each for the same
     wall-time budget, one after the other in one run. Up to 200 cities, also the best of 30
-    descents (the reference of issue 17's goal)."""
+    descents, the near-optimal reference the other methods are read against."""
     sizes, budgets = args.cities, args.budget
     results = []
     for k, n in enumerate(sizes):

@@ -9,8 +9,11 @@ EarlyStopping is also compiled into the loop, so a run stops at the exact genera
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
+
+from course_lib.evo.validation import whole
 
 
 class Callback:
@@ -31,10 +34,28 @@ class Callback:
         pass
 
 
-def _positive_int(owner: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a whole number >= 1, got {value!r}")
-    return value
+class Stopwatch(Callback):
+    """Records (seconds since ``start``, best fitness so far) when the run begins and after each chunk,
+    and stops the run once ``budget_s`` seconds have passed (None: never). ``clock`` is any function
+    returning seconds (``time.perf_counter`` for wall time, ``time.process_time`` for this process's
+    CPU time); ``start`` defaults to the clock's reading when the stopwatch is made, so work done
+    before ``evolve`` (building, compiling) can be counted."""
+
+    def __init__(self, budget_s: float | None = None, clock=time.perf_counter, start: float | None = None):
+        if budget_s is not None and not budget_s > 0:
+            raise ValueError(f"Stopwatch: budget_s must be a positive number of seconds or None, got {budget_s!r}")
+        self.budget_s, self.clock = budget_s, clock
+        self.start = clock() if start is None else start
+        self.seconds: list[float] = []
+        self.best: list[float] = []
+
+    def on_evolve_begin(self, run):
+        self.seconds.append(self.clock() - self.start)
+        self.best.append(run.best_fitness)
+
+    def on_chunk_end(self, run):
+        self.on_evolve_begin(run)
+        run.stop = run.stop or (self.budget_s is not None and self.seconds[-1] >= self.budget_s)
 
 
 class ProgressBar(Callback):
@@ -85,7 +106,7 @@ class EarlyStopping(Callback):
             raise ValueError("EarlyStopping needs target= (stop once the best fitness reaches it) "
                              "and/or patience= (stop after that many generations without improvement)")
         self.target = None if target is None else float(target)
-        self.patience = None if patience is None else _positive_int("EarlyStopping", "patience", patience)
+        self.patience = None if patience is None else whole("patience", patience, 1, "EarlyStopping")
         self.stopped_generation: int | None = None
 
     def on_chunk_end(self, run):
@@ -104,7 +125,7 @@ class Checkpoint(Callback):
 
     def __init__(self, path, every: int):
         self.path = os.fspath(path)
-        self.every = _positive_int("Checkpoint", "every", every)
+        self.every = whole("every", every, 1, "Checkpoint")
         self._saved_at: int | None = None
 
     def on_chunk_end(self, run):

@@ -38,9 +38,9 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import packed as packing
-from course_lib.evo.engine import whole
 from course_lib.evo.executors import STATS, Generation, compiler, pool_size
 from course_lib.evo.selection import score
+from course_lib.evo.validation import short_device_name, whole
 
 DISTRIBUTIONS = ("global", "islands")
 # per replica and generation: (best, mean, std) of its shard, then its best so far and its stale count
@@ -73,19 +73,14 @@ def check_devices(strategy: tf.distribute.Strategy) -> list[str]:
     if not isinstance(strategy, tf.distribute.Strategy):
         raise TypeError(f"strategy must be a tf.distribute.Strategy (e.g. tf.distribute.MirroredStrategy()), "
                         f"got {type(strategy).__name__}")
-    have = {_short(d.name) for d in tf.config.list_logical_devices()}
-    wanted = [_short(d) for d in strategy.extended.worker_devices]
+    have = {short_device_name(d.name) for d in tf.config.list_logical_devices()}
+    wanted = [short_device_name(d) for d in strategy.extended.worker_devices]
     missing = [d for d in wanted if d not in have]
     if missing:
         raise ValueError(f"the strategy's devices {', '.join(missing)} are not available here (logical devices: "
                          f"{', '.join(sorted(have))}); build the strategy from tf.config.list_logical_devices() "
                          "or split the CPU with course_lib.devices.virtual_cpus(n) before TensorFlow starts")
     return wanted
-
-
-def _short(device: str) -> str:
-    spec = tf.DeviceSpec.from_string(device)
-    return f"{spec.device_type}:{spec.device_index or 0}"
 
 
 def _replica_id() -> tf.Tensor:

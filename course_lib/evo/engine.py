@@ -27,6 +27,7 @@ import tensorflow as tf
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import packed as packed_genes
 from course_lib.evo.executors import STATS, OneDevice, no_limits
+from course_lib.evo.validation import whole
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
 BYTES_PER_GENE_IN_FLIGHT = 32
@@ -55,13 +56,6 @@ class Result:
         return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
                 f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
                 f"stopped_early={self.stopped_early})")
-
-
-def whole(name: str, value, minimum: int) -> int:
-    """``value`` as an int, or a clear error when it is not a whole number >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return int(value)
 
 
 # -- preparing a run ------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """How generations run: one generation's pure tensor code, and the one-device executor.
 
-An executor is how ``engine.evolve``'s loop runs generations. It describes itself
-(``describe``, part of a checkpoint's identity), says how many rows one device holds
-(``rows``), checks the selection, and compiles a *program* for one prepared run with
-``start``, ``restore``, ``run``, ``best_fitness`` and ``arrays``. ``OneDevice``
+An executor is how ``engine.evolve``'s loop runs generations: the ``Executor`` protocol
+(``describe``, ``rows``, ``check``, ``mode``, ``program``), whose ``program`` compiles a
+``Program`` for one prepared run (``start``, ``restore``, ``run``, ``best_fitness``,
+``arrays``). To add an executor, implement both; ``tests/test_evo_executors.py`` checks
+that the engine's own do. ``OneDevice``
 is here; ``distributed.Replicated`` shards the population over a ``tf.distribute``
 strategy with a distribution policy. Both build on ``Generation``, so variation, fitness,
 selection, best-so-far tracking and random keys are written once.
@@ -15,7 +16,7 @@ and its name to ``MODES``.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import tensorflow as tf
@@ -181,8 +182,8 @@ class Generation:
         selected population: gathering those rows where the next generation first reads them lets XLA
         fuse the gather into that op's pass over the words, instead of writing the population out and
         reading it back (the first pass gathers rows 0..n-1 of the population tiled to the pool's
-        size). Unpacked genes are gathered after selection as before: there the fused gather measured
-        no faster, and it left ``evolve`` behind the one-call reference.
+        size). Unpacked genes are gathered right after selection: a gene per element is as cheap to
+        gather once as to gather inside the next op, so fusing the gather buys nothing there.
         """
         n, lazy = state.population.shape[0], self.packed
 
@@ -218,6 +219,64 @@ def pool_size(model, n: int) -> int:
 def no_limits(sign: float) -> tuple[tf.Tensor, tf.Tensor]:
     """(target, patience) that never stop a run."""
     return tf.constant(sign * math.inf, tf.float32), tf.constant(NO_PATIENCE, tf.int32)
+
+
+@runtime_checkable
+class Program(Protocol):
+    """The compiled functions of one prepared run, as ``engine.evolve``'s loop drives them.
+
+    A state is whatever the program hands from one call to the next (``State`` on one device); the
+    loop never looks inside it. ``mode`` and ``packed`` say how the program was compiled.
+    """
+
+    mode: str
+    packed: bool
+
+    def start(self, genes: tf.Tensor) -> Any:
+        """The first state of a population of genes (as the model's Input holds them): stored, scored,
+        best so far = the best of them."""
+
+    def restore(self, genes: tf.Tensor, saved: dict) -> Any:
+        """The state of a resumed run: ``start(genes)`` with the best so far and the generations without
+        improvement read from a checkpoint's arrays ``saved``."""
+
+    def run(self, state, generation: int, count: int, target, patience) -> tuple[Any, np.ndarray, bool]:
+        """Up to ``count`` generations after ``generation``; (new state, one (best, mean, std) row per
+        generation run, whether ``target`` or ``patience`` stopped it)."""
+
+    def best_fitness(self, state) -> float:
+        """The best fitness so far, in the problem's units."""
+
+    def arrays(self, state) -> dict:
+        """NumPy arrays of the state: population, fitness, best, best_fitness, stale (a checkpoint's
+        contents and the ``Result``'s)."""
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """How generations run: on one device (``OneDevice``) or sharded (``distributed.Replicated``).
+
+    ``engine.prepare`` asks it how many rows one device holds, to check the model (e.g. a selection's
+    pool size), which mode it runs a compiled mode in, and how it describes itself (part of a
+    checkpoint's identity); ``engine.evolve`` then drives the ``Program`` it compiles.
+    """
+
+    replicas: int
+
+    def describe(self) -> str:
+        """What a checkpoint records of this executor (a resumed run must match it)."""
+
+    def rows(self, n: int) -> int:
+        """The rows one device holds of a population of ``n``; a clear error if ``n`` does not fit."""
+
+    def check(self, model, n: int) -> None:
+        """A clear error if ``model`` cannot evolve ``n`` individuals this way."""
+
+    def mode(self, model, mode: str) -> str:
+        """The mode this executor runs ``model`` in, when its compiled (or auto-chosen) mode is ``mode``."""
+
+    def program(self, model, mode: str, packed: bool, n: int, batch: int | None, chunk: int) -> Program:
+        """The compiled program of one prepared run (built once per model compile and key)."""
 
 
 class OneDevice:

@@ -1,13 +1,12 @@
 """cos(2πx) and log(x) from basic arithmetic, for speed and for identical bits.
 
-XLA:CPU lowers cos to one scalar libm call per element (about 10x slower than
-NumPy's SIMD cos here), and TensorFlow's own kernels compute a vectorised main part
+XLA:CPU lowers cos to one scalar libm call per element (no SIMD), and TensorFlow's own kernels compute a vectorised main part
 and a scalar remainder that can differ in the last bit, so a batch of rows could
 get other values than the same rows of the whole population. Range reduction plus
 a polynomial uses only +, *, / and bit casts: XLA vectorises it, and every batch
 size gets the same bits within a mode. Across modes the last bit can differ: XLA
-compiles the arithmetic its own way (measured: about a third of the Box-Muller
-normals differ from eager and graph execution, by at most 5e-7), so float runs
+compiles the arithmetic its own way (it may fuse and reorder operations, so some
+normals differ from eager and graph execution in the last bits), so float runs
 agree across modes only to rounding; integer ones bit for bit. Accurate to
 float32 rounding. Rastrigin, Ackley and the Box-Muller normals use these.
 """

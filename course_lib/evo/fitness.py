@@ -115,12 +115,15 @@ class TSP(Fitness):
     """Length of the closed tour that visits cities in genome order (minimise).
 
     Give ``coordinates`` (n, 2+) for Euclidean distances or a ``distances`` (n, n) matrix.
+    With ``loadable=True`` the distances are a variable that the compiled program reads, so
+    ``load`` puts another city set of as many cities in place and the next ``evolve`` runs it
+    without compiling again (a constant, the default, lets XLA fold it into the program).
     """
 
     maximize = False
     permutation = True
 
-    def __init__(self, coordinates=None, distances=None):
+    def __init__(self, coordinates=None, distances=None, loadable: bool = False):
         if (coordinates is None) == (distances is None):
             raise ValueError("TSP needs exactly one of coordinates= (n, 2) or distances= (n, n)")
         if coordinates is not None:
@@ -132,6 +135,11 @@ class TSP(Fitness):
                 raise ValueError(f"distances must be square (n, n), got shape {d.shape}")
         self.n = d.shape[0]
         self.distances = tf.constant(d.reshape(-1), tf.float32)
+        self.loadable = _hold(self, loadable, "distances")
+
+    def load(self, coordinates=None, distances=None) -> None:
+        """Another city set of ``n`` cities in place of this one (``loadable=True`` only)."""
+        _load(self, TSP(coordinates=coordinates, distances=distances), "distances")
 
     def check(self, spec):
         if spec.shape != (self.n,) or not spec.dtype.is_integer:
@@ -151,10 +159,12 @@ class Knapsack(Fitness):
     """0/1 knapsack: total value, minus ``penalty`` per unit of weight over ``capacity`` (maximise).
 
     The default penalty is the best value per unit weight, so no overweight choice
-    scores more than it would after dropping items to fit.
+    scores more than it would after dropping items to fit. ``loadable=True``: the instance
+    (weights, values, capacity, penalty) is held in variables, so ``load`` swaps in another of
+    as many items without compiling again, as for ``TSP``.
     """
 
-    def __init__(self, weights, values, capacity: float, penalty: float | None = None):
+    def __init__(self, weights, values, capacity: float, penalty: float | None = None, loadable: bool = False):
         w, v = _matrix("weights", weights, 1), _matrix("values", values, 1)
         if w.shape != v.shape:
             raise ValueError(f"weights and values must have the same length, got {w.shape} and {v.shape}")
@@ -163,6 +173,11 @@ class Knapsack(Fitness):
         self.n, self.capacity = w.shape[0], float(capacity)
         self.penalty = float(penalty) if penalty is not None else float((v / w).max())
         self.weights, self.values = tf.constant(w, tf.float32), tf.constant(v, tf.float32)
+        self.loadable = _hold(self, loadable, "weights", "values", "capacity", "penalty")
+
+    def load(self, weights, values, capacity: float, penalty: float | None = None) -> None:
+        """Another instance of ``n`` items in place of this one (``loadable=True`` only)."""
+        _load(self, Knapsack(weights, values, capacity, penalty), "weights", "values", "capacity", "penalty")
 
     def check(self, spec):
         if spec.shape != (self.n,) or not spec.dtype.is_integer:
@@ -175,7 +190,29 @@ class Knapsack(Fitness):
         return tf.linalg.matvec(x, self.values) - self.penalty * over
 
     def config(self):
+        if self.loadable:  # the instance can change under a compiled model: only its size is fixed
+            return {"items": self.n}
         return {"items": self.n, "capacity": self.capacity, "penalty": self.penalty}
+
+
+def _hold(fitness: Fitness, loadable: bool, *names: str) -> bool:
+    """With ``loadable``, the instance data ``names`` of ``fitness`` become variables; returns ``loadable``."""
+    if loadable:
+        for name in names:
+            setattr(fitness, name, tf.Variable(tf.cast(getattr(fitness, name), tf.float32), trainable=False))
+    return loadable
+
+
+def _load(fitness: Fitness, other: Fitness, *names: str) -> None:
+    """Assign ``other``'s instance data ``names`` to ``fitness``'s variables, or say why it cannot."""
+    if not fitness.loadable:
+        raise ValueError(f"this {type(fitness).__name__} holds its instance as constants of the compiled program; "
+                         f"build it with loadable=True to load others")
+    if other.n != fitness.n:
+        raise ValueError(f"this model was compiled for instances of size {fitness.n}, got one of size {other.n}: "
+                         "build and compile another model for it")
+    for name in names:
+        getattr(fitness, name).assign(tf.cast(getattr(other, name), tf.float32))
 
 
 class CosineSimilarity(Fitness):

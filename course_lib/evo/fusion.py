@@ -3,7 +3,7 @@
 XLA:CPU vectorises plain elementwise loops, but it fuses producers into their
 consumers: a per-row or per-word random draw is then recomputed for every gene that
 reads it, and an op's whole output is recomputed inside the next op's gather, where
-the fused loop runs scalar (measured more than 10x slower for Threefry). The engine
+the fused loop runs scalar instead of vectorised. The engine
 pins such results with ``materialize`` in functions traced by ``xla_function``, and
 runs costly per-gene math on flat vectors with ``per_element``.
 """

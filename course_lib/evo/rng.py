@@ -214,8 +214,8 @@ def bits(k: tf.Tensor, rows: Rows, shape: tuple[int, ...]) -> tf.Tensor:
     """Random uint32 words, shape (rows.size, *shape).
 
     Words 2c and 2c + 1 of a row are the two halves of its stream's word c, split by a
-    bitcast of the pinned 64-bit words (free in memory; splitting by shifts made every
-    consumer's loop pick a half per element, and measured no faster than Threefry). The
+    bitcast of the pinned 64-bit words (free in memory; splitting by shifts would make every
+    consumer's loop pick a half per element). The
     bitcast takes memory order: the low half first on the little-endian CPUs and GPUs
     TensorFlow runs on, as ``_pairs`` takes it by shifts.
     """

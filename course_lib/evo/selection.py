@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from course_lib.evo import rng
 from course_lib.evo.rng import Rows
+from course_lib.evo.validation import whole
 
 
 def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
@@ -26,12 +27,6 @@ def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
     return tf.where(tf.math.is_nan(s), tf.constant(-np.inf, tf.float32), s)
 
 
-def _whole(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
-    return int(value)
-
-
 class Selection:
     """Base class: ``pool`` is 'children' or 'both' (parents then children).
 
@@ -42,7 +37,7 @@ class Selection:
     pool = "children"
 
     def __init__(self, elitism: int = 0):
-        self.elitism = _whole(f"{type(self).__name__} elitism", elitism, 0)
+        self.elitism = whole(f"{type(self).__name__} elitism", elitism, 0)
         if self.elitism:
             self.pool = "both"
 
@@ -89,8 +84,7 @@ class Tournament(Selection):
     """Each slot goes to the best of ``size`` children drawn at random (with replacement)."""
 
     def __init__(self, size: int = 2, elitism: int = 0):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"Tournament size must be a whole number >= 1, got {size!r}")
+        size = whole("Tournament size", size, 1)
         super().__init__(elitism)
         self.size = size
 

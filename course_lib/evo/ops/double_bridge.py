@@ -15,6 +15,7 @@ from course_lib.evo import rng
 from course_lib.evo.ops.base import check_rate
 from course_lib.evo.ops.local_search import move_segment
 from course_lib.evo.ops.permutation import PermutationOp
+from course_lib.evo.validation import whole
 
 
 class DoubleBridge(PermutationOp):
@@ -24,9 +25,7 @@ class DoubleBridge(PermutationOp):
     def __init__(self, rate: float = 1.0, segment: int = 30, name: str | None = None):
         super().__init__(name)
         self.rate = check_rate(type(self).__name__, rate)
-        if isinstance(segment, bool) or not isinstance(segment, int) or segment < 1:
-            raise ValueError(f"DoubleBridge: segment must be a whole number >= 1, got {segment!r}")
-        self.segment = segment
+        self.segment = whole("segment", segment, 1, "DoubleBridge")
 
     def apply(self, inputs, key, rows):
         tours = tf.cast(rows.take(inputs[0]), tf.int32)

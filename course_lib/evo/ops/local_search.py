@@ -27,17 +27,12 @@ from course_lib.evo import fusion, rng
 from course_lib.evo.graph import SymbolicTensor
 from course_lib.evo.ops.permutation import PermutationOp, inverse_permutation
 from course_lib.evo.rng import Rows
+from course_lib.evo.validation import whole
 
 # a move is applied when it shortens the tour by more than this share of the longest distance:
 # float32 rounding of the four (2-opt) or six (or-opt) distances stays far below it, so no accepted
 # move lengthens a tour
 TOLERANCE = 1e-6
-
-
-def _whole(op: str, name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{op}: {name} must be a whole number >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def two_opt_delta(distances: tf.Tensor, tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor) -> tf.Tensor:
@@ -73,9 +68,9 @@ class _LocalSearch(PermutationOp):
     def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
         super().__init__(name)
         kind = type(self).__name__
-        self.steps = _whole(kind, "steps", steps, 1)
-        self.candidates = None if candidates is None else _whole(kind, "candidates", candidates, 1)
-        self.neighbours = None if neighbours is None else _whole(kind, "neighbours", neighbours, 1)
+        self.steps = whole("steps", steps, 1, kind)
+        self.candidates = None if candidates is None else whole("candidates", candidates, 1, kind)
+        self.neighbours = None if neighbours is None else whole("neighbours", neighbours, 1, kind)
         if self.candidates is None and self.neighbours is None:
             raise ValueError(f"{kind}: candidates=None scores every move near each city, so it needs "
                              "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
@@ -178,7 +173,7 @@ class TwoOpt(_LocalSearch):
     def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
                  name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
-        self.moves = _whole(type(self).__name__, "moves", moves, 1)
+        self.moves = whole("moves", moves, 1, type(self).__name__)
         if self.candidates is not None and self.moves > self.candidates:
             raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({candidates}); "
                              "it applies the best non-overlapping moves among the candidates")
@@ -246,7 +241,7 @@ class OrOpt(_LocalSearch):
     def __init__(self, steps: int = 8, candidates: int = 32, segment: int = 3, neighbours: int | None = 8,
                  name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
-        self.segment = _whole(type(self).__name__, "segment", segment, 1)
+        self.segment = whole("segment", segment, 1, type(self).__name__)
 
     def improve(self, tours, key, rows):
         n = tours.shape[1]

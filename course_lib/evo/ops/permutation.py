@@ -122,8 +122,9 @@ def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Te
 def place(values: tf.Tensor, to: tf.Tensor) -> tf.Tensor:
     """(B, L): ``values[r, i]`` moved to position ``to[r, i]``, for rows of ``to`` that are permutations.
 
-    Under XLA one scatter; elsewhere a gather through ``inverse_permutation`` (TensorFlow's scatter
-    is several times slower than its ``invert_permutation``). The same result in every mode.
+    Under XLA one scatter, which it compiles into a loop over the rows; elsewhere a gather through
+    ``inverse_permutation``, because TensorFlow's scatter kernel is a general one with locking and
+    ``invert_permutation`` is a plain pass. The same result in every mode.
     """
     b, n = to.shape
     if not fusion.xla_active():
@@ -150,8 +151,8 @@ def exclusive_count(flags: tf.Tensor) -> tf.Tensor:
     """int32 (B, L): how many of ``flags[:, :i]`` are true, for each i.
 
     A prefix sum by bit counting: 32 flags packed per word, a popcount per word, a prefix sum over
-    the L/32 words, and within a word the popcount of the bits below. (A cumsum along the row runs
-    as a reduce-window under XLA, measured slower.)
+    the L/32 words, and within a word the popcount of the bits below. (A cumsum along the row is a
+    reduce-window under XLA, which does work proportional to L per element instead of per word.)
     """
     b, n = flags.shape
     words = packed.bits_to_words(flags)  # (B, W)
