@@ -1,6 +1,5 @@
-"""course_lib.lessons.applications: city sets with known optima, valid baseline tours, 2-opt never
-worse than its input, knapsack DP equal to brute force, and the GAs reaching known optima
-on small instances."""
+"""course_lib.lessons.applications: the GAs reaching known optima on small instances, loadable models,
+widget builders, races against time, tables and readings."""
 
 import numpy as np
 import pytest
@@ -8,63 +7,7 @@ import pytest
 from course_lib.lessons import applications as app
 
 
-def angle_tour(xy):
-    return np.argsort(np.arctan2(xy[:, 1], xy[:, 0]))
-
-
-def snake_tour(xy, k):
-    """For an even k x k grid: up column 0, then snake through columns 1..k-1 over rows 1..k-1, back on row 0."""
-    index = {(int(x), int(y)): i for i, (x, y) in enumerate(xy)}
-    path = [(0, y) for y in range(k)]
-    for y in range(k - 1, 0, -1):
-        xs = range(1, k) if (k - 1 - y) % 2 == 0 else range(k - 1, 0, -1)
-        path += [(x, y) for x in xs]
-    path += [(x, 0) for x in range(k - 1, 0, -1)]
-    return np.array([index[p] for p in path])
-
-
 # -- TSP ------------------------------------------------------------------------------------------------
-
-
-def test_structured_city_sets_have_the_stated_optima():
-    circle = app.cities("circle", 20, seed=3)
-    d = app.distance_matrix(circle)
-    assert app.tour_length(angle_tour(circle), d) == pytest.approx(app.optimal_length("circle", 20))
-    grid = app.cities("grid", 36, seed=3)
-    tour = snake_tour(grid, 6)
-    assert app.is_tour(tour, 36)
-    assert app.tour_length(tour, app.distance_matrix(grid)) == pytest.approx(app.optimal_length("grid", 36)) == 36
-    assert app.optimal_length("grid", 49) == pytest.approx(48 + np.sqrt(2))
-    assert app.optimal_length("random", 20) is None
-    assert not np.array_equal(app.cities("circle", 20, seed=3), app.cities("circle", 20, seed=4))  # order hidden
-
-
-@pytest.mark.parametrize("kind,n", [("random", 40), ("circle", 25), ("grid", 25)])
-def test_baselines_are_valid_tours_and_two_opt_never_makes_one_longer(kind, n):
-    xy = app.cities(kind, n, seed=1)
-    d = app.distance_matrix(xy)
-    nn = app.nearest_neighbour_tour(d, start=5)
-    assert app.is_tour(nn, n) and nn[0] == 5
-    starts = [nn] + list(np.random.default_rng(0).permuted(np.tile(np.arange(n), (5, 1)), axis=1))
-    for tour in starts:
-        better = app.two_opt(tour, d)
-        assert app.is_tour(better, n)
-        assert app.tour_length(better, d) <= app.tour_length(tour, d) + 1e-12
-        assert app.tour_length(app.two_opt(better, d, max_moves=1), d) == pytest.approx(app.tour_length(better, d))
-    optimum = app.optimal_length(kind, n)
-    if kind == "circle":  # points in convex position: a tour without crossings is optimal
-        assert app.tour_length(app.two_opt(starts[1], d), d) == pytest.approx(optimum)
-    if optimum is not None:
-        assert app.tour_length(nn, d) >= optimum - 1e-9
-
-
-def test_tour_lengths_of_many_tours_at_once():
-    xy = app.cities("random", 12, seed=2)
-    d = app.distance_matrix(xy)
-    tours = app.tour_population(6, 12, seed=0, include=[app.nearest_neighbour_tour(d)])
-    assert tours.shape == (6, 12) and all(app.is_tour(t, 12) for t in tours)
-    np.testing.assert_array_equal(tours[0], app.nearest_neighbour_tour(d))
-    np.testing.assert_allclose(app.tour_length(tours, d), [app.tour_length(t, d) for t in tours])
 
 
 def test_the_tsp_ga_finds_the_optimal_circle_tour():
@@ -74,7 +17,6 @@ def test_the_tsp_ga_finds_the_optimal_circle_tour():
     assert app.is_tour(result.best, 12)
     assert result.best_fitness == pytest.approx(app.optimal_length("circle", 12), rel=1e-5)
     assert app.tour_length(result.best, app.distance_matrix(xy)) == pytest.approx(result.best_fitness, rel=1e-5)
-
 
 
 def test_a_loadable_tsp_model_solves_another_city_set_without_compiling_again():
@@ -135,50 +77,6 @@ def test_the_widget_runs_each_ga_to_the_quality_of_one_descent_or_its_generation
         assert run["generations"] == 400 or (run["reached"] and run["generations"] < 400)
 
 
-def brute_force_or_opt_best(t, d):
-    """The best or-opt change over every segment (1-3 cities), place and orientation, by re-measuring."""
-    n, best = len(t), 0.0
-    for i in range(n):
-        for length in (1, 2, 3):
-            rest = np.roll(t, -i)
-            segment, others = rest[:length], rest[length:]
-            for cut in range(1, len(others)):
-                for seg in (segment, segment[::-1]):
-                    moved = np.concatenate([others[:cut], seg, others[cut:]])
-                    best = min(best, app.tour_length(moved, d) - app.tour_length(t, d))
-    return best
-
-
-def test_local_search_ends_where_no_two_opt_or_or_opt_move_helps():
-    xy = app.cities("random", 14, seed=5)
-    d = app.distance_matrix(xy)
-    start = np.random.default_rng(0).permutation(14)
-    tour = app.local_search(start, d)
-    assert app.is_tour(tour, 14)
-    assert app.tour_length(tour, d) < app.tour_length(app.two_opt(start, d), d) + 1e-9
-    np.testing.assert_array_equal(app.two_opt(tour, d), tour)
-    assert brute_force_or_opt_best(tour, d) > -1e-9  # with 13 neighbours every place is a candidate
-    assert brute_force_or_opt_best(app.two_opt(start, d), d) < -1e-9  # or-opt had work to do here
-    with pytest.raises(ValueError, match="or_opt needs a tour"):
-        app.or_opt(np.zeros(14, int), d)
-
-
-def test_neighbour_list_two_opt_and_or_opt_never_lengthen_and_end_at_their_optimum():
-    xy = app.cities("random", 60, seed=3)
-    d = app.distance_matrix(xy)
-    nearest = app.nearest_cities(d, 6)
-    assert nearest.shape == (60, 6) and (nearest != np.arange(60)[:, None]).all()
-    np.testing.assert_array_equal(d[np.arange(60)[:, None], nearest], np.sort(d + np.diag([np.inf] * 60), 1)[:, :6])
-    for start in np.random.default_rng(1).permuted(np.tile(np.arange(60), (3, 1)), axis=1):
-        quick = app.two_opt(start, d, nearest=nearest)
-        assert app.is_tour(quick, 60) and app.tour_length(quick, d) < app.tour_length(start, d)
-        np.testing.assert_array_equal(app.two_opt(quick, d, nearest=nearest), quick)  # nothing left to apply
-        moved = app.or_opt(quick, d, nearest=nearest)
-        assert app.is_tour(moved, 60) and app.tour_length(moved, d) <= app.tour_length(quick, d) + 1e-12
-        np.testing.assert_array_equal(app.or_opt(moved, d, nearest=nearest), moved)
-        assert len(app.two_opt(start, d, nearest=nearest, max_moves=3)) == 60
-
-
 def test_nearest_neighbour_tours_start_where_the_multi_start_search_starts():
     d = app.distance_matrix(app.cities("random", 20, seed=1))
     tours = app.nearest_neighbour_tours(d, 4, seed=2)
@@ -235,29 +133,6 @@ def test_a_tour_plot_draws_the_closed_tour():
 
 
 # -- knapsack --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("seed,n,correlated", [(0, 8, False), (1, 12, False), (2, 12, True), (3, 14, True)])
-def test_knapsack_dp_matches_brute_force(seed, n, correlated):
-    inst = app.knapsack_instance(n, seed=seed, correlated=correlated, max_weight=30)
-    value, choice = app.knapsack_dp(**inst)
-    brute, _ = app.knapsack_brute_force(**inst)
-    assert value == brute
-    check = app.knapsack_check(choice, **inst)
-    assert check["feasible"] and check["value"] == value
-    assert app.knapsack_greedy(**inst)[0] <= value
-
-
-def test_knapsack_dp_edge_cases_and_errors():
-    assert app.knapsack_dp([5, 6], [10, 12], 4) == (0.0, pytest.approx(np.array([0, 0])))
-    value, choice = app.knapsack_dp([2, 3, 4], [3, 4, 5], 5)
-    assert value == 7 and choice.tolist() == [1, 1, 0]
-    with pytest.raises(ValueError, match="positive integer weights"):
-        app.knapsack_dp([1.5, 2.0], [1, 2], 3)
-    with pytest.raises(ValueError, match="same length"):
-        app.knapsack_dp([1, 2], [1], 3)
-    with pytest.raises(ValueError, match="too many"):
-        app.knapsack_brute_force(np.ones(21, int), np.ones(21), 5)
 
 
 def test_the_knapsack_ga_reaches_the_dp_optimum():

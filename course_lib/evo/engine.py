@@ -12,7 +12,7 @@ feature works the same under every executor.
 Where to add things: an op is one class in ``evo/ops`` (it registers itself); a
 selection subclasses ``selection.Selection``; a fitness subclasses ``fitness.Fitness``;
 a way of distributing is a ``distributed.Policy``; a mode is an entry of
-``executors.COMPILERS``.
+``executors.COMPILERS``; a way of running generations implements ``executors.Executor``.
 """
 
 from __future__ import annotations
