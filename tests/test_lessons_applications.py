@@ -56,12 +56,25 @@ def test_the_widget_builders_reuse_a_compiled_model_only_for_the_same_model_and_
     builders, found = app.tsp_variants(2, seed=0, ga_population=16, compiled=[other_cities, same, None])
     builders["GA"](cities=10)()
     assert same.trace_count > 0 and other_cities.trace_count == 0
-    assert found["GA"] == same.evolve(app.tour_population(16, 10, seed=0), generations=2,
-                                      chunk=app.GA_CHUNK).best_fitness
+    assert found["GA"]["best"] == same.evolve(app.tour_population(16, 10, seed=0), generations=2,
+                                              chunk=app.GA_CHUNK).best_fitness
     graph = app.tsp_model(app.cities("random", 10, seed=0), seed=0, mode="graph")
     builders, _ = app.tsp_variants(2, seed=0, ga_population=16, compiled=[graph])
     builders["GA"](cities=10)()
     assert graph.trace_count == 0
+
+
+def test_the_widget_runs_each_ga_to_the_quality_of_one_descent_or_its_generation_cap():
+    d = app.distance_matrix(app.cities("random", 12, seed=0))
+    goal = app.tour_length(app.two_opt(app.nearest_neighbour_tour(d), d), d)
+    builders, found = app.tsp_variants(400, seed=0, ga_population=32)
+    for name in builders:
+        builders[name](cities=12)()
+    assert found["NN + 2-opt (NumPy)"] == {"best": goal, "generations": None, "reached": True}
+    for name in ("GA", "memetic GA"):
+        run = found[name]
+        assert run["reached"] == (run["best"] <= goal)
+        assert run["generations"] == 400 or (run["reached"] and run["generations"] < 400)
 
 
 def test_nearest_neighbour_tours_start_where_the_multi_start_search_starts():

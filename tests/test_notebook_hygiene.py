@@ -7,6 +7,12 @@ Every committed output (notebooks/, solutions/, exercises/) is read, not execute
   log line captures it and shows it as data it explains (e.g. graphs.captured_tf_warnings);
 - no file-system path of the machine that executed it (home and work folders, temporary folders,
   site-packages, this checkout);
+- no progress bar frozen short of its end: a tqdm bar whose last frame reads ``n/total`` with ``n < total``
+  (the text a widget bar leaves behind when it was displayed before it ran), or a saved progress widget
+  whose value stops short of its maximum;
+- no project history in markdown cells: a lecture explains the mechanism and the measurement on the
+  reader's machine, not how the code changed ("used to", "this round", "before this", an issue number,
+  a commit hash); a compared old implementation is a named variant measured in the same run;
 - a lecture *compares variants* when its code calls ``bench.compare`` or its outputs show a speedup
   table (the one ``bench.Comparison`` renders); such a lecture must have built and displayed a live
   ``SpeedupWidget`` when it was executed (its saved widget state holds the widget's CSS class).
@@ -37,6 +43,14 @@ MACHINE_PATH = re.compile(
     r"(?<![\w.~-])/(?:work|root|home|Users|tmp|private/var|var/folders|opt/conda)/"
     r"|site-packages|dist-packages|\b[A-Za-z]:\\\\(?:Users|Windows)\\\\"
     + "|" + re.escape(str(ROOT)))
+BAR_FRAME = re.compile(r"\d{1,3}%\|[^|\n\r]*\|\s*(\d+)/(\d+)")  # tqdm's "  0%|     | 0/100 [...]"
+PROGRESS_MODELS = ("FloatProgressModel", "IntProgressModel")
+HISTORY = re.compile(
+    r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bbeen )(?<!\bwas )(?<!\bwere )(?<!\bbeing )\bused to\b"  # habit
+    r"|\b(?:this|last|previous|earlier) round\b|\bbefore (?:this|they were)\b|\bwere rewritten\b"
+    r"|\bissue #?\d+|(?<![\w&])#\d{2,}\b"                                          # issue numbers
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",                           # commit hashes
+    re.IGNORECASE)
 SPEEDUP_TABLE = "<th>speedup</th>"  # bench.Comparison._repr_html_'s last column
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -69,6 +83,35 @@ def offences(nb, pattern: re.Pattern) -> list[str]:
     return bad
 
 
+def frozen_bars(nb) -> list[str]:
+    """Progress bars a committed notebook shows stopped short of their end: the last tqdm frame of each
+    textual output (a text bar redraws itself after carriage returns; a widget bar's text/plain is the
+    frame it showed when displayed), and saved progress widgets whose value is below their maximum."""
+    bad = []
+    for index, text in output_texts(nb):
+        frames = [frame for frame in re.split(r"[\r\n]", text) if BAR_FRAME.search(frame)]
+        if frames:
+            done, total = map(int, BAR_FRAME.search(frames[-1]).groups())
+            if done < total:
+                bad.append(f"cell {index}: {frames[-1].strip()[:120]!r}")
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    for model_id, model in state.items():
+        values = model.get("state", {})
+        if model.get("model_name") in PROGRESS_MODELS and values.get("value", 0) < values.get("max", 100):
+            bad.append(f"widget {model_id}: {values.get('value')} of {values.get('max')}")
+    return bad
+
+
+def history_words(nb) -> list[str]:
+    bad = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for match in HISTORY.finditer(cell.source):
+                around = cell.source[max(0, match.start() - 50):match.end() + 30].replace("\n", " ")
+                bad.append(f"cell {index}: {match.group(0)!r} in ...{around}...")
+    return bad
+
+
 def compares_variants(nb) -> bool:
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     return "bench.compare(" in code or any(SPEEDUP_TABLE in text for _, text in output_texts(nb))
@@ -97,6 +140,31 @@ def test_the_checks_catch_what_they_claim_to():
     for text in ["build/lectures/index.html", "/device:CPU:0", "/physical_device:GPU:0", "a 1/2 split"]:
         assert not MACHINE_PATH.search(text), text
 
+    frozen = nbformat.v4.new_output("display_data", {
+        "application/vnd.jupyter.widget-view+json": {"model_id": "m"},
+        "text/plain": "evolve:   0%|          | 0/100 [00:00<?, ?gen/s]"})
+    redrawn = nbformat.v4.new_output("stream", name="stderr",
+                                     text="evolve:   0%|   | 0/100\revolve: 100%|###| 100/100 [00:01<00:00]\n")
+    stopped = nbformat.v4.new_output("stream", name="stderr", text="evolve:  40%|#  | 40/100\n")
+    bars = nbformat.v4.new_notebook()
+    bars.cells = [nbformat.v4.new_code_cell("run()", outputs=[out]) for out in (frozen, redrawn, stopped)]
+    assert [line.split(":")[0] for line in frozen_bars(bars)] == ["cell 0", "cell 2"]
+    bars.cells = bars.cells[1:2]
+    bars.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "p": {"model_name": "FloatProgressModel", "state": {"value": 0.0, "max": 100.0}},
+        "q": {"model_name": "IntProgressModel", "state": {"value": 2, "max": 2}}}}}
+    assert frozen_bars(bars) == ["widget p: 0.0 of 100.0"]
+
+    story = ["The op used to sort its keys.", "It is what this round changed.", "before this change",
+             "as before they were rewritten", "fixed in issue 14", "see #42", "since commit 96fd5e0",
+             "see a7bd216f"]
+    plain = ["The seed is used to draw the noise.", "keys are used to sort", "a 1/2 split", "colour #fff",
+             "seed 1234567", "the facade 0xdeadbe", "round to 3 digits", "issues of memory bandwidth"]
+    for text in story:
+        assert history_words(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])), text
+    for text in plain:
+        assert not history_words(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])), text
+
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("r = bench.compare({'a': f, 'b': g})")]
     assert compares_variants(nb) and not shows_speedup_widget(nb)
@@ -116,6 +184,22 @@ def test_committed_outputs_show_no_tensorflow_log_and_no_machine_path(path):
     assert not logs, (f"{path.name} shows TensorFlow log lines (re-execute it with the course runner, which "
                       f"keeps them in build/lectures/logs/):\n" + "\n".join(logs))
     assert not paths, f"{path.name} shows paths of the machine that executed it:\n" + "\n".join(paths)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.name}/{p.stem}" for p in COMMITTED])
+def test_committed_outputs_show_no_frozen_progress_bar(path):
+    bars = frozen_bars(nbformat.read(path, as_version=4))
+    assert not bars, (f"{path.name} shows a progress bar stopped short of its end (a widget bar displayed "
+                      "before its run keeps that first frame as its text; show the finished bar or none):\n"
+                      + "\n".join(bars))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.name}/{p.stem}" for p in COMMITTED])
+def test_markdown_narrates_no_project_history(path):
+    found = history_words(nbformat.read(path, as_version=4))
+    assert not found, (f"{path.name} narrates the project's history in markdown; teach the mechanism and the "
+                       "measurement (an old implementation is a named variant measured in the same run), and "
+                       "leave history to the git log:\n" + "\n".join(found))
 
 
 @pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])

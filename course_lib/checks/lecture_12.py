@@ -47,8 +47,8 @@ def resume(resumed, model, population, generations):
 @exercise("12", 3, "predict the lost work",
           "Checkpoint(path, every=...) saves after a chunk whose last generation is a multiple of every; "
           "callbacks run in the order they are listed.",
-          "At generation 90 Crash runs first. Which save came before it, and how many generations had been "
-          "computed since then?")
+          "Write down the generations at which this run's chunks end, and at each one which callbacks got to "
+          "run; the resumed run restarts from whatever the file held.")
 def lost_work(last_checkpoint, recomputed, saved_generation, crashed_at):
     _whole(last_checkpoint, "last_checkpoint")
     _whole(recomputed, "recomputed")
@@ -61,8 +61,8 @@ def lost_work(last_checkpoint, recomputed, saved_generation, crashed_at):
 @exercise("12", 4, "what a return to Python costs",
           "evolve's chunk argument sets how many generations run per compiled call; bench.compare times "
           "zero-argument functions.",
-          "Both variants call model.evolve on population for SHORT generations, one with chunk=1 and one with "
-          "chunk=SHORT, and return its Result; speedup reads the ratio from the same comparison.")
+          "A variant is a lambda around one evolve call that returns its Result; the Comparison that "
+          "bench.compare returns answers how many times faster one variant ran than the baseline.")
 def chunk_cost(variants, chunking, speedup, model, population, generations):
     names = ["chunk=1", f"chunk={generations}"]
     method.variants_named(variants, names)

@@ -15,7 +15,7 @@ from course_lib import evo
 from course_lib.checks import exercise, method
 from course_lib.lessons import applications as app
 
-GA_SLACK = 1.10  # the GA's own best tour must be within 10% of the classical reference before 2-opt
+WITHIN = 1.06  # the GA's own best tour, and the polished one, within 6% of nearest neighbour + 2-opt
 
 
 def _result(value, name: str) -> evo.Result:
@@ -31,10 +31,10 @@ def _consistent(result: evo.Result, fitness_of_best: float, maximize: bool) -> N
         "result.best is not the best of the run's history: pass the Result that evolve returned"
 
 
-@exercise("14", 1, "a shorter tour",
+@exercise("14", 1, "a tour as short as a classical heuristic's",
           "app.tsp_model builds the GA; model.evolve returns a Result whose best is a tour; app.two_opt polishes it.",
-          "Give the GA enough tours and generations that its own best is close to the reference, then polish "
-          "result.best (not another tour) with app.two_opt.")
+          "If the GA's own best is too long, give it more tours or more generations; the polished tour starts "
+          "from result.best, not from another tour.")
 def shorter_tour(result, tour, distances, reference):
     result = _result(result, "result")
     d = np.asarray(distances)
@@ -45,12 +45,9 @@ def shorter_tour(result, tour, distances, reference):
     assert np.array_equal(tour, result.best) or np.array_equal(tour, app.two_opt(result.best, d)), \
         "tour is not the GA's best (result.best), nor result.best polished with app.two_opt"
     ga = app.tour_length(result.best, d)
-    assert ga <= GA_SLACK * reference, \
-        f"the GA's own best is {ga:.4f}, more than {GA_SLACK - 1:.0%} above the reference {reference:.4f}: " \
-        "2-opt did the work, not the GA"
-    length = app.tour_length(tour, d)
-    assert length < reference - 1e-9, \
-        f"your tour is {length:.4f} long, not shorter than nearest neighbour + 2-opt ({reference:.4f})"
+    assert ga <= WITHIN * reference, \
+        f"the GA's own best is {ga:.4f}, more than {WITHIN - 1:.0%} above nearest neighbour + 2-opt " \
+        f"({reference:.4f}): the GA has not searched enough yet"
 
 
 @exercise("14", 2, "a hard knapsack",
@@ -85,8 +82,8 @@ def xla_on_tours(variants, tours, speedup, generations):
 
 
 @exercise("14", 4, "predict 2-opt's work per move",
-          "Read app.two_opt: which pairs (i, j) does one move score, all at once?",
-          "np.triu_indices(n, k=2) lists the pairs with j >= i + 2; each score is one float64.")
+          "Count the pairs for one i first: how many j satisfy i + 2 <= j <= n - 1? Then add over i.",
+          "The counts for i = 0, 1, 2, ... form a sequence that falls by one each step; one score is 8 bytes.")
 def two_opt_work(reversals, delta_bytes, tour, distances):
     for name, value in (("reversals", reversals), ("delta_bytes", delta_bytes)):
         assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \

@@ -354,17 +354,18 @@ def resumable_onemax(strategy, checkpoint: str | None = None, resume_at: int | N
 
 
 def replica_variants(model, population, generations: int, *, strategy_for, migrants: int = 1) -> dict:
-    """``SpeedupWidget`` builders (knobs ``replicas`` and ``migration_interval``): ``model`` on one device
-    without a strategy, and with global selection and with islands under ``strategy_for(replicas)``,
-    each timed call a whole ``evolve`` of ``generations`` from ``population``."""
+    """``SpeedupWidget`` builders (knobs ``replicas`` and ``interval``, the islands' migration interval,
+    a name short enough for a slider's label): ``model`` on one device without a strategy, and with
+    global selection and with islands under ``strategy_for(replicas)``, each timed call a whole
+    ``evolve`` of ``generations`` from ``population``."""
 
     def builder(distribution: str | None):
-        def build(replicas: int, migration_interval: int):
+        def build(replicas: int, interval: int):
             if distribution is None:
                 return lambda: model.evolve(population, generations=generations).population
             strategy = strategy_for(replicas)
             return lambda: model.evolve(population, generations=generations, strategy=strategy,
-                                        distribution=distribution, migration_interval=migration_interval,
+                                        distribution=distribution, migration_interval=interval,
                                         migrants=migrants).population
         return build
 

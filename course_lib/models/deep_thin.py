@@ -13,6 +13,8 @@ plus one ``tf.function`` graph and one XLA-compiled graph, in front of the speed
 from __future__ import annotations
 
 import contextlib
+import cProfile
+import pstats
 import sys
 from typing import Callable
 
@@ -167,6 +169,32 @@ def generated_forward(model: keras.Model) -> Callable:
     forward = namespace["forward"]
     weights = [v for layer in dense_layers(model) for v in (layer.kernel, layer.bias) if v is not None]
     return lambda x: forward(x, weights)
+
+
+# -- counting the work of a call -------------------------------------------------------------------
+
+EAGER_EXECUTE = ("TFE_Py_FastPathExecute", "TFE_Py_Execute")  # the two ways Python runs one eager op
+
+
+def call_counts(fn: Callable[[], object], calls: int = 3) -> dict[str, float]:
+    """What one ``fn()`` does, counted by Python's profiler over ``calls`` calls (after one warm-up call).
+
+    Returns ``{"Python function calls": ..., "eager ops": ...}`` per call: every Python-level call
+    (Keras' layer machinery, TensorFlow's op wrappers), and every eager operation handed to
+    TensorFlow's runtime. Counts, unlike times, do not depend on how busy the machine is; the
+    profiler slows the calls down, so its times are not reported.
+    """
+    if not isinstance(calls, int) or calls < 1:
+        raise ValueError(f"calls must be a whole number >= 1, got {calls!r}")
+    fn()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (primitive calls, calls, ...)
+    ops = sum(row[1] for (_, _, name), row in stats.items() if any(e in name for e in EAGER_EXECUTE))
+    return {"Python function calls": sum(row[1] for row in stats.values()) / calls, "eager ops": ops / calls}
 
 
 # -- training, to show the three are real models -----------------------------------------------
