@@ -87,8 +87,8 @@ def predict_compilations(predicted_unpadded, predicted_padded, stream):
 
 @exercise("07", 5, "measure XLA against the graph",
           "Look at how lecture 07 compares a graph with its XLA-compiled version on one workload.",
-          "Make two tf.functions of the elementwise chain, one with jit_compile=True; each variant calls one "
-          "on x; both go into one bench.compare with the graph as the baseline.")
+          "The two variants should differ in one thing only, how the same chain is compiled; and a ratio "
+          "means something only when both sides are timed in the same run, against a named baseline.")
 def measure_xla(variants, comparison, xla_speedup, x):
     method.variants_named(variants, ["graph", "xla"])
     graph_fns, xla_fns = method.tf_functions_in(variants["graph"]), method.tf_functions_in(variants["xla"])
