@@ -21,7 +21,7 @@ BENCHMARKS = {
     "xla": "course_lib.xla:bench_xla",
     "tfdata": "course_lib.data:bench_pipelines",
     "strategies": "course_lib.distribute:bench_strategies",
-    "neuro": "course_lib.evo.neuro:bench_neuro",
+    "neuro": "course_lib.benchmarks.neuro:bench_neuro",
 }
 
 

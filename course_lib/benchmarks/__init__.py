@@ -1,0 +1,1 @@
+"""The `course bench` measurements, one module per command."""

@@ -1,0 +1,1 @@
+"""Helpers of the lectures: races, curves and plots built on the engine's public names."""

@@ -1,0 +1,1 @@
+"""Problems the course evolves solutions for, built on the engine's public names."""
