@@ -294,16 +294,16 @@ class Judged:
         return float(np.mean(self.returns))
 
 
-def judge_seeds(task, seeds: Sequence[int], episodes: int = 100, gym_seed: int = 1_000_000,
+def judge_seeds(task, seeds: Sequence[int], gym_episodes: int = 100, gym_seed: int = 1_000_000,
                 **changes) -> list[Judged]:
-    """For each GA seed: evolve (``evolve_policy``), then run the best policy for ``episodes``
+    """For each GA seed: evolve (``evolve_policy`` with ``changes``), then run the best policy for ``gym_episodes``
     Gymnasium episodes from resets ``gym_seed``, ``gym_seed + 1``, ... (starts the GA never drew)."""
     out = []
     for seed in seeds:
         start = time.perf_counter()
         model, _, result = evolve_policy(task, seed=seed, **changes)
         seconds = time.perf_counter() - start
-        returns = gym_eval.episode_returns(model, task.gym_id, episodes, seed=gym_seed, genome=result.best)
+        returns = gym_eval.episode_returns(model, task.gym_id, gym_episodes, seed=gym_seed, genome=result.best)
         out.append(Judged(seed, result.generations, seconds, returns))
     return out
 
