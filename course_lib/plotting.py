@@ -41,7 +41,7 @@ def speedup_bars(comparison, ax=None):
         ax.set_title(comparison.title)
     for y, (v, up) in enumerate(zip(values, upper)):
         ax.annotate(f"{v:.2f}x", (v + up, y), xytext=(4, 0), textcoords="offset points", va="center")
-    ax.margins(x=0.15)
+    ax.set_xlim(0, 1.3 * max(v + up for v, up in zip(values, upper)))  # room for the labels right of the bars
     return ax
 
 

@@ -176,7 +176,7 @@ class SpeedupWidget:
         self.table.value = comparison._repr_html_()
         fig = comparison.plot().figure
         png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=80)
+        fig.savefig(png, format="png", dpi=80, bbox_inches="tight")  # long names and titles stay inside the image
         plt.close(fig)
         self.chart.outputs = ()
         self.chart.append_display_data(Image(data=png.getvalue(), format="png"))

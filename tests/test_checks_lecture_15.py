@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from course_lib import bench, checks
 from course_lib.evo import neuro
+from course_lib.lessons.neuro import digits
 
 
 def fail(k, **answer):
@@ -45,7 +46,7 @@ def measured():
     model = neuro.mlp(64, [16], 10)
     layout = neuro.Layout(model)
     genomes = tf.constant(neuro.initial_population(model, 64))
-    x = tf.constant(neuro.digits()[0][:32])
+    x = tf.constant(digits()[0][:32])
     forward = tf.function(layout.forward, jit_compile=True)
     timing = bench.measure(lambda: forward(genomes, x), repeats=3)
     return forward, timing, layout

@@ -62,7 +62,7 @@ def networks_per_second(forward, timing, rate, population):
 
 @exercise("15", 3, "predict the work of a batched episode loop",
           "Lecture 15, cart-pole: the whole episode is one tf.while_loop over every policy and episode at once; "
-          "read its condition in course_lib.evo.cartpole.rollout.",
+          "read its condition in course_lib.problems.control.rollout.",
           "The loop runs while any episode is still running (and at most `steps` times), and each pass steps "
           "every episode of every policy; a failed episode is frozen with tf.where, which still computes it.")
 def loop_work(iterations, simulated, useful_share, returns, steps):

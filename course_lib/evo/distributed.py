@@ -342,7 +342,7 @@ class ReplicaWork:
         self.select, self.islands = wrap(self._select), wrap(self._islands)
 
     def _children(self, pop, fit, generation, replica):
-        return self.gen.pool(pop, fit, self.gen.key(generation, replica))
+        return self.gen.pool(pop, fit, self.gen.key(generation, replica), generation)
 
     def _select(self, state, pool, pool_fit, generation, replica):
         """The same draw over the whole pool on every replica; this replica keeps its slots. Every

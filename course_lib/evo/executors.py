@@ -37,6 +37,7 @@ def compiler(model, mode: str):
 
 STATS = ("best", "mean", "std")
 NO_PATIENCE = np.iinfo(np.int32).max
+FITNESS_DRAW = 2**32 - 1  # folded into a generation's key for a per_generation fitness (ops fold 1.., selection 0)
 
 
 class State(NamedTuple):
@@ -100,9 +101,17 @@ class Generation:
             return k
         return tf.where(tf.equal(replica, 0), k, rng.fold_in(k, replica))
 
-    def evaluate(self, pop: tf.Tensor) -> tf.Tensor:
+    def draw(self, generation) -> tf.Tensor | None:
+        """The key a ``per_generation`` fitness draws its conditions from: the generation's, with no
+        replica folded in, so every batch and replica scores on the same draw (None for other fitnesses)."""
+        return rng.fold_in(self.key(generation), FITNESS_DRAW) if self.model.fitness.per_generation else None
+
+    def evaluate(self, pop: tf.Tensor, draw: tf.Tensor | None = None) -> tf.Tensor:
         fit = self.model.fitness
-        if self.packed:
+        if draw is not None:
+            def fn(rows):
+                return tf.cast(fit.evaluate_generation(self.unpack(rows.take(pop)), draw), tf.float32)
+        elif self.packed:
             def fn(rows):
                 return fit.evaluate_packed(rows.take(pop), self.spec)
         else:
@@ -124,10 +133,14 @@ class Generation:
         outs = [values[id(o)] for o in self.model.outputs]
         return outs[0] if len(outs) == 1 else tf.concat(outs, axis=0)
 
-    def pool(self, pop, fit, key) -> tuple[tf.Tensor, tf.Tensor]:
-        """The children of ``pop`` and their fitness (after the parents, for mu + lambda)."""
+    def pool(self, pop, fit, key, generation) -> tuple[tf.Tensor, tf.Tensor]:
+        """The children of ``pop`` and their fitness (after the parents, for mu + lambda); a
+        ``per_generation`` fitness scores the parents again on the generation's draw."""
         children = self.vary(pop, key)
-        child_fit = self.evaluate(children)
+        draw = self.draw(generation)
+        child_fit = self.evaluate(children, draw)
+        if draw is not None:
+            fit = self.evaluate(pop, draw)
         if self.model.selection.pool == "both":
             return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
         return children, child_fit
@@ -141,9 +154,16 @@ class Generation:
 
     def start(self, genes: tf.Tensor) -> State:
         """The first state of stored genes: scored, best so far = the best of them."""
-        fit = self.evaluate(genes)
+        fit = self.evaluate(genes, self.draw(tf.constant(0)))
         j = tf.argmax(score(fit, self.sign), output_type=tf.int32)
-        return State(genes, fit, tf.gather(genes, j), tf.gather(fit, j), tf.constant(0))
+        best = tf.gather(genes, j)
+        return State(genes, fit, best, self.judge(best, tf.gather(fit, j)), tf.constant(0))
+
+    def judge(self, best: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
+        """The value a generation's best competes with the best so far by: its fitness, or for a
+        ``per_generation`` fitness its ``validate`` score on fixed conditions."""
+        fit = self.model.fitness
+        return tf.cast(fit.validate(self.unpack(best[None]))[0], tf.float32) if fit.per_generation else value
 
     def advance(self, state: State, pop, fit, best_of=None) -> tuple[State, tf.Tensor]:
         """The state after selection made (pop, fit), and the generation's (best, mean, std).
@@ -155,16 +175,17 @@ class Generation:
         # gather, not x[j]: XLA would treat a slice's begin as a compile-time constant
         j = tf.argmax(score(values, self.sign), output_type=tf.int32)
         gen_best = tf.gather(values, j)
-        better = score(gen_best, self.sign) > score(state.best_fitness, self.sign)
         best = tf.gather(genomes, j if rows is None else tf.gather(rows, j))
-        state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, gen_best, state.best_fitness),
+        judged = self.judge(best, gen_best)
+        better = score(judged, self.sign) > score(state.best_fitness, self.sign)
+        state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, judged, state.best_fitness),
                       tf.where(better, 0, state.stale + 1))
         return state, tf.stack([gen_best, tf.reduce_mean(values), tf.math.reduce_std(values)])
 
     def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One generation's pool, its fitness, and the pool rows selection keeps."""
         key = self.key(generation, replica)
-        pool, pool_fit = self.pool(state.population, state.fitness, key)
+        pool, pool_fit = self.pool(state.population, state.fitness, key, generation)
         return pool, pool_fit, self.select(pool_fit, key)
 
     def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:

@@ -21,16 +21,31 @@ from course_lib.evo.graph import GenomeSpec
 
 
 class Fitness:
-    """Base class: subclasses set ``maximize`` and define ``evaluate``."""
+    """Base class: subclasses set ``maximize`` and define ``evaluate``.
+
+    A fitness that draws new conditions every generation (fresh episodes of a control task) sets
+    ``per_generation`` and defines ``evaluate_generation`` and ``validate``: the engine then passes it
+    a key of the generation's own (the same in every batch and replica), scores parents and children
+    on the same draw, and keeps as the best so far the generation's best judged by ``validate``.
+    """
 
     maximize: bool = True
     permutation = False  # genomes must be permutations of 0..L-1
+    per_generation = False
 
     def __call__(self, population) -> tf.Tensor:
         pop = tf.convert_to_tensor(population)
         return tf.cast(self.evaluate(pop), tf.float32)
 
     def evaluate(self, population: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+    def evaluate_generation(self, population: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+        """Fitness under the generation's draw ``key`` (uint32[2]); used when ``per_generation``."""
+        raise NotImplementedError
+
+    def validate(self, genomes: tf.Tensor) -> tf.Tensor:
+        """Scores on fixed conditions that judge the best so far; used when ``per_generation``."""
         raise NotImplementedError
 
     def evaluate_packed(self, words: tf.Tensor, spec: GenomeSpec) -> tf.Tensor:
@@ -57,6 +72,14 @@ class OneMax(Fitness):
 
     def evaluate(self, population):
         return tf.reduce_sum(_flat(population), axis=1)
+
+    def evaluate_generation(self, population: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+        """Fitness under the generation's draw ``key`` (uint32[2]); used when ``per_generation``."""
+        raise NotImplementedError
+
+    def validate(self, genomes: tf.Tensor) -> tf.Tensor:
+        """Scores on fixed conditions that judge the best so far; used when ``per_generation``."""
+        raise NotImplementedError
 
     def evaluate_packed(self, words, spec):
         return tf.cast(packed.popcount(words), tf.float32)
