@@ -8,8 +8,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "course_lib"
-# lecture 15's race, bench and plots still live in evo/neuro.py; they move out with the Gymnasium work
-ENGINE_EXCEPTIONS = {"course_lib.evo.neuro"}
 
 
 def module_name(path: Path) -> str:
@@ -48,8 +46,6 @@ def course_targets(module: str, names: list[str]) -> set[str]:
 
 @pytest.mark.parametrize("name", [n for n in MODULES if n.startswith("course_lib.evo")])
 def test_the_engine_imports_nothing_of_the_course(name):
-    if name in ENGINE_EXCEPTIONS:
-        pytest.skip(f"{name} is course material still inside evo/")
     outside = [(module, line) for module, names, line in imports(name)
                if module.startswith("course_lib") and not (module + ".").startswith("course_lib.evo.")
                and not (module == "course_lib" and set(names) <= {"evo"})]
