@@ -69,6 +69,7 @@ class Model:
         if not isinstance(selection, Selection):
             raise TypeError(f"selection must be an evo.selection.Selection (e.g. Tournament(size=2)), "
                             f"got {type(selection).__name__}")
+        selection.check_fitness(fit)
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates

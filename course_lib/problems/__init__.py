@@ -1,0 +1,1 @@
+"""Optimisation problems for the course, defined with the engine's public API."""
