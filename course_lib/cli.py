@@ -22,6 +22,7 @@ BENCHMARKS = {
     "tfdata": "course_lib.data:bench_pipelines",
     "strategies": "course_lib.distribute:bench_strategies",
     "neuro": "course_lib.evo.neuro:bench_neuro",
+    "moo": "course_lib.benchmarks.moo:bench_moo",
 }
 
 

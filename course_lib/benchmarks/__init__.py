@@ -1,0 +1,1 @@
+"""The course's benchmark commands (``course bench NAME``), one module each."""
