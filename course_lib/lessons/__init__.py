@@ -1,0 +1,1 @@
+"""Helpers of the lectures, one module per lecture topic."""
