@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from course_lib import bench
+from course_lib import bench, graphs
 from course_lib.benchmarks.moo import numpy_nsga2
 from course_lib.problems import multiobjective as mo
 
@@ -26,7 +26,13 @@ def speed_variants(generations: int) -> dict[str, Callable]:
 
         def build(population: int):
             start = mo.start(problem, population)
-            return lambda: model.evolve(start, generations=generations)
+
+            def run():
+                # each population size is its own compiled program, which TensorFlow's retracing
+                # warning would count as retraces of one function: kept out of the lecture's output
+                with graphs.captured_tf_warnings():
+                    return model.evolve(start, generations=generations)
+            return run
         return build
 
     return {NUMPY: numpy_run, GRAPH: engine("graph"), XLA: engine("xla")}
