@@ -27,7 +27,7 @@ def test_numpy_survivors_equal_the_engines_nsga2_order(seed, ties):
 def test_numpy_nsga2_improves_zdt1_and_stays_in_bounds():
     problem = mo.zdt(1)
     seen = []
-    x, f = moo.numpy_nsga2(40, 60, on_generation=lambda g, f: seen.append(problem.hypervolume(f)))
+    x, _ = moo.numpy_nsga2(40, 60, on_generation=lambda g, f: seen.append(problem.hypervolume(f)))
     assert x.min() >= 0 and x.max() <= 1
     assert seen[-1] > seen[0] and seen[-1] > 0.2
 

@@ -65,7 +65,7 @@ def test_children_stay_within_per_gene_bounds_in_every_mode():
     for op in (evo.ops.SimulatedBinaryCrossover(low, high, eta=1.0), evo.ops.PolynomialMutation(low, high, eta=1.0,
                                                                                                  rate=1.0)):
         eager = op.apply([x], rng.key(3), Rows.all(64)).numpy()
-        xla = fusion.xla_function(lambda x: op.apply([x], rng.key(3), Rows.all(64)))(x).numpy()
+        xla = fusion.xla_function(lambda x, op=op: op.apply([x], rng.key(3), Rows.all(64)))(x).numpy()
         np.testing.assert_allclose(xla, eager, atol=1e-6)
         assert np.all(eager >= low) and np.all(eager <= high)
 

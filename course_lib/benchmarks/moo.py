@@ -105,11 +105,27 @@ def numpy_nsga2(size: int, generations: int, seed: int = 0, variables: int = 30,
 # -- the measurements ----------------------------------------------------------------------------------------
 
 
+def pymoo_run(size: int, generations: int):
+    """pymoo's NSGA-II on its ZDT1 with its defaults, when pymoo is installed (it is not a dependency of
+    the course: ``pip install pymoo`` to add it to the comparison); None otherwise."""
+    try:
+        from pymoo.algorithms.moo.nsga2 import NSGA2
+        from pymoo.optimize import minimize
+        from pymoo.problems import get_problem
+    except ImportError:
+        return None
+    return lambda: minimize(get_problem("zdt1"), NSGA2(pop_size=size), ("n_gen", generations), seed=0, verbose=False)
+
+
 def speed(size: int, generations: int, repeats: int, modes) -> bench.Comparison:
-    """Generations per second on ZDT1 at ``size``: the NumPy NSGA-II and the engine per mode."""
+    """Generations per second on ZDT1 at ``size``: the NumPy NSGA-II (and pymoo's, if installed) and the
+    engine per mode."""
     problem = mo.zdt(1)
     pop = mo.start(problem, size, seed=0)
     variants = {"NumPy NSGA-II": lambda: numpy_nsga2(size, generations)}
+    pymoo = pymoo_run(size, generations)
+    if pymoo is not None:
+        variants["pymoo NSGA-II"] = pymoo
     for mode in modes:
         model = mo.real_coded_model(problem, mode=mode)
         variants[f"evo {mode}"] = lambda model=model: model.evolve(pop, generations=generations)
@@ -127,7 +143,8 @@ def sort_scaling(sizes, repeats: int) -> list[dict]:
         x = np.random.default_rng(p).random((p, 30))
         values = tf.constant(np.concatenate([numpy_zdt1(x), np.zeros((p, 1))], 1), tf.float32)
         fn = fusion.xla_function(lambda v, n=p // 2: pareto.order(v, (-1.0, -1.0), until=n)[:n])
-        t = bench.measure(lambda: fn(values).numpy(), name=f"pool {p}", repeats=repeats, warmup=1, number=1)
+        t = bench.measure(lambda fn=fn, values=values: fn(values).numpy(), name=f"pool {p}", repeats=repeats,
+                          warmup=1, number=1)
         rows.append({"pool": p, "ms": t.median_s * 1e3})
     for a, b in zip(rows, rows[1:]):
         b["growth exponent"] = float(np.log(b["ms"] / a["ms"]) / np.log(b["pool"] / a["pool"]))

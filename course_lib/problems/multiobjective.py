@@ -11,8 +11,8 @@ found exactly by enumeration for small sizes.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
