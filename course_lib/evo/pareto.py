@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import packed
+from course_lib.evo import fusion, packed
 
 
 def minimise_space(values: tf.Tensor, signs) -> tuple[tf.Tensor, tf.Tensor]:
@@ -236,11 +236,13 @@ class Front:
                 f"hypervolume={self.hypervolume:.6g})")
 
 
+# compiled: eagerly, the (P, P) comparisons of a large population cost more than generations of the run
+_front_rows = fusion.xla_function(lambda values, signs: non_dominated(*minimise_space(values, signs)))
+
+
 def front(population: np.ndarray, values: np.ndarray, signs, reference=None) -> Front:
     """The ``Front`` of a population and its engine values (P, M + 1), duplicates kept once."""
-    t = tf.constant(values, tf.float32)
-    g, v = minimise_space(t, signs)
-    top = non_dominated(g, v).numpy()
+    top = _front_rows(tf.constant(values, tf.float32), tuple(signs)).numpy()
     objectives = np.asarray(values, np.float64)[top, :-1]
     genomes = np.asarray(population)[top]
     _, first = np.unique(objectives, axis=0, return_index=True)
