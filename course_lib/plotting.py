@@ -166,3 +166,32 @@ def cart_pole(states, axes=None, *, snapshots: int = 12, half_length: float = 0.
     bottom.set_xlabel("time (s)")
     bottom.legend(loc="upper left", fontsize="small")
     return axes
+
+
+def pareto_front(objectives, true_front=None, ax=None, *, labels: Sequence[str] = (), title: str = ""):
+    """Points of a front, 2 or 3 objectives (a 3-D scatter), with the true front as a line or a faint cloud."""
+    import numpy as np
+
+    points = np.asarray(objectives, float)
+    m = points.shape[1]
+    if m not in (2, 3):
+        raise ValueError(f"pareto_front plots 2 or 3 objectives, got {m}")
+    if ax is None:
+        fig = plt.figure(figsize=(5, 4))
+        ax = fig.add_subplot(projection="3d" if m == 3 else None)
+    if true_front is not None:
+        t = np.asarray(true_front, float)
+        if m == 2:
+            ax.plot(t[:, 0], t[:, 1], ".", markersize=1, color="0.6", label="true front")
+        else:
+            ax.scatter(*t.T, s=1, color="0.75", alpha=0.3, label="true front")
+    ax.scatter(*points.T, s=12, color="C0", label="found")
+    names = list(labels) or [f"objective {i + 1}" for i in range(m)]
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    if m == 3:
+        ax.set_zlabel(names[2])
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    return ax

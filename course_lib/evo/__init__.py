@@ -11,8 +11,8 @@ compiled with XLA as a whole (many generations per call).
     result = model.evolve(evo.population.random_integers((4096, 1024), 0, 2, seed=0), generations=200)
 """
 
-from course_lib.evo import callbacks, fitness, neuro, ops, population, selection
+from course_lib.evo import callbacks, fitness, neuro, ops, pareto, population, selection
 from course_lib.evo.graph import Input
 from course_lib.evo.model import Model, Result
 
-__all__ = ["Input", "Model", "Result", "ops", "fitness", "selection", "population", "callbacks", "neuro"]
+__all__ = ["Input", "Model", "Result", "ops", "fitness", "selection", "population", "callbacks", "neuro", "pareto"]

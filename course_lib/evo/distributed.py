@@ -223,7 +223,7 @@ class Islands(Policy):
                                        args=(state, hist))
             if replicas > 1:
                 migrate = tf.equal((g + length) % self.interval, 0)
-                leaving = prog.share(strategy.run(self._emigrants, args=(state, prog.gen.sign)))
+                leaving = prog.share(strategy.run(lambda s: self._emigrants(s, prog.gen.signs), args=(state,)))
                 state = strategy.run(lambda s, arrivals: self._immigrate(prog, s, prog.gathered(arrivals), migrate),
                                      args=(state, leaving))
             return i + length, state, hist
@@ -242,7 +242,7 @@ class Islands(Policy):
         source = (_replica_id() + prog.replicas - 1) % prog.replicas
         incoming = tf.gather(genomes, source * self.migrants + tf.range(self.migrants))
         incoming_fit = tf.gather(values, source * self.migrants + tf.range(self.migrants))
-        worst = tf.math.top_k(-score(s.fitness, prog.gen.sign), k=self.migrants).indices[:, None]
+        worst = tf.math.top_k(-score(s.fitness, prog.gen.signs), k=self.migrants).indices[:, None]
         pop = tf.tensor_scatter_nd_update(s.population, worst, incoming)
         fit = tf.tensor_scatter_nd_update(s.fitness, worst, incoming_fit)
         return s._replace(population=tf.where(migrate, pop, s.population), fitness=tf.where(migrate, fit, s.fitness))
@@ -450,7 +450,7 @@ class ReplicatedProgram:
         r, run_stale = best_of_replicas(best_fitness, stale, self.gen.sign)
         pop = self.gen.unpack(tf.constant(pop.reshape(-1, *pop.shape[2:]))).numpy()
         best = self.gen.unpack(tf.constant(best)).numpy()
-        return {"population": pop, "fitness": fit.reshape(-1), "best": best[r], "best_fitness": best_fitness[r],
+        return {"population": pop, "fitness": fit.reshape(-1, *fit.shape[2:]), "best": best[r], "best_fitness": best_fitness[r],
                 "stale": np.int32(run_stale), "replica_best": best, "replica_best_fitness": best_fitness,
                 "replica_stale": stale}
 

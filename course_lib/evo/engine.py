@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import packed as packed_genes
+from course_lib.evo import pareto
 from course_lib.evo.executors import STATS, OneDevice, no_limits
 from course_lib.evo.validation import whole
 
@@ -40,7 +41,12 @@ WHOLE_RUN_CHUNK = 1024
 
 @dataclass
 class Result:
-    """What ``evolve`` returns; arrays are NumPy, fitness in the problem's units."""
+    """What ``evolve`` returns; arrays are NumPy, fitness in the problem's units.
+
+    For a ``MultiObjective`` fitness ``fitness`` is (N, M + 1) (objectives, then violation);
+    with several objectives ``best_fitness`` and history "best" are the hypervolume, and
+    ``front`` holds the non-dominated feasible individuals.
+    """
 
     best: np.ndarray
     best_fitness: float
@@ -51,6 +57,8 @@ class Result:
     mode: str
     packed: bool
     stopped_early: bool
+    # several objectives: the final population's non-dominated feasible individuals (``pareto.Front``)
+    front: pareto.Front | None = None
 
     def __repr__(self) -> str:
         return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
@@ -268,9 +276,12 @@ class Run:
 
     def result(self) -> Result:
         a = self.program.arrays(self.state)
+        fit = self.model.fitness
+        front = pareto.front(a["population"], a["fitness"], fit.signs, fit.reference) if fit.objectives > 1 else None
         return Result(best=a["best"], best_fitness=float(a["best_fitness"]), history=self.history,
                       population=a["population"], fitness=a["fitness"], generations=self.generation,
-                      mode=self.program.mode, packed=self.program.packed, stopped_early=self.stopped_early)
+                      mode=self.program.mode, packed=self.program.packed, stopped_early=self.stopped_early,
+                      front=front)
 
 
 def evolve(model, executor, population_=None, generations: int = 100, *, callbacks=(), batch_size=None,

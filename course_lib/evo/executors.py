@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import fusion, rng
+from course_lib.evo import fusion, pareto, rng
 from course_lib.evo import packed as packing
 from course_lib.evo.rng import Rows
 from course_lib.evo.selection import score
@@ -44,7 +44,7 @@ class State(NamedTuple):
     """What one generation hands to the next on one device (or one replica): a tf.nest structure."""
 
     population: tf.Tensor  # the genes as stored (uint32 words when bit-packed)
-    fitness: tf.Tensor  # float32 (rows,)
+    fitness: tf.Tensor  # float32 (rows,), or (rows, M + 1) for a MultiObjective fitness
     best: tf.Tensor  # the best genome so far, stored form
     best_fitness: tf.Tensor  # float32 scalar
     stale: tf.Tensor  # int32: generations since best_fitness last improved
@@ -85,6 +85,8 @@ class Generation:
         self.model, self.packed, self.rows, self.batch = model, packed, rows, batch
         self.spec = model.input.spec
         self.sign = 1.0 if model.fitness.maximize else -1.0
+        # what selection and migration rank by: per objective for a MultiObjective fitness
+        self.signs = model.fitness.signs if model.fitness.width else self.sign
         self.root = rng.key(model.seed)
         self.factor = pool_size(model, 1)  # pool rows per parent
 
@@ -117,7 +119,8 @@ class Generation:
         else:
             def fn(rows):
                 return fit(rows.take(pop))
-        return map_rows(fn, pop.shape[0], self.batch, tf.float32, ())
+        width = self.model.fitness.width
+        return map_rows(fn, pop.shape[0], self.batch, tf.float32, () if width is None else (width,))
 
     def apply(self, op, inputs: list, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """``op`` on these rows of its inputs, in the stored form (packed words or genes)."""
@@ -149,21 +152,35 @@ class Generation:
         """Pool rows of the next population of ``blocks x rows`` individuals; the pool is
         ``blocks`` pools of this shape one after the other (one per replica)."""
         parents = np.tile(np.arange(self.rows * self.factor) < self.rows, blocks)
-        return self.model.selection.choose(pool_fit, self.sign, rng.fold_in(key, 0), self.rows * blocks,
+        return self.model.selection.choose(pool_fit, self.signs, rng.fold_in(key, 0), self.rows * blocks,
                                            parents if self.model.selection.pool == "both" else None)
 
     def start(self, genes: tf.Tensor) -> State:
         """The first state of stored genes: scored, best so far = the best of them."""
         fit = self.evaluate(genes, self.draw(tf.constant(0)))
-        j = tf.argmax(score(fit, self.sign), output_type=tf.int32)
+        j, value, _ = self.summary(fit)
         best = tf.gather(genes, j)
-        return State(genes, fit, best, self.judge(best, tf.gather(fit, j)), tf.constant(0))
+        return State(genes, fit, best, self.judge(best, value), tf.constant(0))
 
     def judge(self, best: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
         """The value a generation's best competes with the best so far by: its fitness, or for a
         ``per_generation`` fitness its ``validate`` score on fixed conditions."""
         fit = self.model.fitness
         return tf.cast(fit.validate(self.unpack(best[None]))[0], tf.float32) if fit.per_generation else value
+
+    def summary(self, values) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """(the best row, the value best-so-far tracking compares, (best, mean, std)) of ``values``.
+
+        A ``MultiObjective`` fitness reports ``pareto.summary``: for several objectives the
+        hypervolume, the share of rows on the feasible front and its std.
+        """
+        fit = self.model.fitness
+        if fit.width is not None:
+            return pareto.summary(values, fit.signs, fit.reference)
+        # gather, not x[j]: XLA would treat a slice's begin as a compile-time constant
+        j = tf.argmax(score(values, self.sign), output_type=tf.int32)
+        best = tf.gather(values, j)
+        return j, best, tf.stack([best, tf.reduce_mean(values), tf.math.reduce_std(values)])
 
     def advance(self, state: State, pop, fit, best_of=None) -> tuple[State, tf.Tensor]:
         """The state after selection made (pop, fit), and the generation's (best, mean, std).
@@ -172,15 +189,13 @@ class Generation:
         ``pop`` is only this replica's share of the population.
         """
         genomes, values, rows = best_of or (pop, fit, None)
-        # gather, not x[j]: XLA would treat a slice's begin as a compile-time constant
-        j = tf.argmax(score(values, self.sign), output_type=tf.int32)
-        gen_best = tf.gather(values, j)
+        j, gen_best, row = self.summary(values)
         best = tf.gather(genomes, j if rows is None else tf.gather(rows, j))
         judged = self.judge(best, gen_best)
         better = score(judged, self.sign) > score(state.best_fitness, self.sign)
         state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, judged, state.best_fitness),
                       tf.where(better, 0, state.stale + 1))
-        return state, tf.stack([gen_best, tf.reduce_mean(values), tf.math.reduce_std(values)])
+        return state, row
 
     def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One generation's pool, its fitness, and the pool rows selection keeps."""

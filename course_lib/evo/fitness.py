@@ -32,6 +32,13 @@ class Fitness:
     maximize: bool = True
     permutation = False  # genomes must be permutations of 0..L-1
     per_generation = False
+    objectives = 1  # how many objectives it returns (``MultiObjective``: M)
+    width: int | None = None  # columns per individual the engine carries; None: one value, shape (N,)
+
+    @property
+    def signs(self) -> tuple[float, ...]:
+        """+1 per maximised objective, -1 per minimised one."""
+        return (1.0 if self.maximize else -1.0,)
 
     def __call__(self, population) -> tf.Tensor:
         pop = tf.convert_to_tensor(population)
@@ -279,6 +286,104 @@ class Function(Fitness):
 
     def config(self):
         return {"fn": self.name, "maximize": self.maximize}
+
+
+DIRECTIONS = {"min": -1.0, "max": 1.0}
+
+
+class MultiObjective(Fitness):
+    """Base class for fitnesses with several objectives or a constraint; subclasses define ``evaluate``.
+
+    ``evaluate`` returns the objectives, float (N, M) ((N,) for one), or a pair (objectives,
+    violation): violation float (N,), 0 where an individual is feasible and positive by how much
+    it is not. Selection compares feasibility first, then violation, then the objectives (Deb's
+    rules); ``evo.selection.NSGA2`` ranks several objectives. The engine carries (N, M + 1)
+    values: the objectives in the problem's units, then the violation.
+
+    Args:
+        directions: "min" or "max" per objective (one string for a single objective).
+        reference: the point the hypervolume is measured from, in the problem's units, worse than
+            the solutions of interest in every objective; needed for several objectives, where
+            a run tracks the population's hypervolume per generation (history "best", so
+            ``EarlyStopping(target=...)`` is a hypervolume target).
+    """
+
+    def __init__(self, directions, reference=None):
+        directions = (directions,) if isinstance(directions, str) else tuple(directions)
+        if not directions or any(d not in DIRECTIONS for d in directions):
+            raise ValueError(f"directions must be 'min' or 'max' per objective, e.g. ('min', 'min'); got "
+                             f"{directions!r}")
+        self.directions, self.objectives, self.width = directions, len(directions), len(directions) + 1
+        self.maximize = self.objectives > 1 or directions[0] == "max"  # the hypervolume is maximised
+        if reference is not None:
+            reference = tuple(float(r) for r in np.ravel(reference))
+            if len(reference) != self.objectives:
+                raise ValueError(f"reference has {len(reference)} values for {self.objectives} objectives")
+        elif self.objectives > 1:
+            raise ValueError(f"{type(self).__name__} with {self.objectives} objectives needs reference=: the point "
+                             "the hypervolume is measured from, worse than the solutions of interest in every "
+                             "objective (e.g. (1.1, 1.1) for ZDT problems)")
+        if self.objectives > 3:
+            raise ValueError(f"{self.objectives} objectives: the hypervolume the engine tracks is exact for 2 or 3")
+        self.reference = reference
+
+    @property
+    def signs(self):
+        return tuple(DIRECTIONS[d] for d in self.directions)
+
+    def __call__(self, population):
+        out = self.evaluate(tf.convert_to_tensor(population))
+        objectives, violation = out if isinstance(out, tuple) else (out, None)
+        objectives = tf.cast(objectives, tf.float32)
+        if self.objectives == 1 and objectives.shape.rank == 1:
+            objectives = objectives[:, None]
+        if objectives.shape.rank != 2 or objectives.shape[1] != self.objectives:
+            raise ValueError(f"{self!r} has {self.objectives} direction(s) {self.directions}, so it must return "
+                             f"objectives of shape (N, {self.objectives}); it returned shape "
+                             f"{tuple(objectives.shape)}: give one direction per objective")
+        if violation is None:
+            violation = tf.zeros_like(objectives[:, 0])
+        violation = tf.cast(violation, tf.float32)
+        if violation.shape.rank != 1 or violation.shape[0] != objectives.shape[0]:
+            raise ValueError(f"{self!r}: the constraint violation must have one value per individual, shape "
+                             f"({objectives.shape[0]},), got shape {tuple(violation.shape)}")
+        return tf.concat([objectives, violation[:, None]], axis=1)
+
+    def config(self):
+        return {"directions": self.directions, "reference": self.reference}
+
+
+class Objectives(MultiObjective):
+    """Any TensorFlow callable population -> objectives (N, M), or (objectives, violation (N,)).
+
+    ``Objectives(fn, directions=("min", "min"), reference=(1.1, 1.1))``; see ``MultiObjective``.
+    """
+
+    def __init__(self, fn: Callable, directions, reference=None, name: str | None = None):
+        if not callable(fn):
+            raise TypeError(f"Objectives needs a callable population -> objectives, got {type(fn).__name__}")
+        super().__init__(directions, reference)
+        self.fn, self.name = fn, name or getattr(fn, "__name__", type(fn).__name__)
+
+    def evaluate(self, population):
+        return self.fn(population)
+
+    def config(self):
+        return {"fn": self.name, **super().config()}
+
+
+def capacity_violation(population: tf.Tensor, weights, capacity: float) -> tf.Tensor:
+    """float32 (N,): how far each genome's total ``weights`` exceeds ``capacity`` (a knapsack's limit)."""
+    w = tf.constant(np.asarray(weights, np.float32))
+    return tf.nn.relu(tf.linalg.matvec(_flat(population), w) - float(capacity))
+
+
+def order_violation(population: tf.Tensor, pairs) -> tf.Tensor:
+    """float32 (N,): the sum over (i, j) in ``pairs`` of how far gene i exceeds gene j (0 when every
+    gene i <= gene j): bounds between genes as a constraint."""
+    p = np.asarray(pairs, np.int64).reshape(-1, 2)
+    x = _flat(population)
+    return tf.reduce_sum(tf.nn.relu(tf.gather(x, p[:, 0], axis=1) - tf.gather(x, p[:, 1], axis=1)), axis=1)
 
 
 def resolve(fitness, maximize: bool | None = None) -> Fitness:

@@ -70,6 +70,7 @@ class Model:
         if not isinstance(selection, Selection):
             raise TypeError(f"selection must be an evo.selection.Selection (e.g. Tournament(size=2)), "
                             f"got {type(selection).__name__}")
+        selection.check_fitness(fit)
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates
@@ -104,7 +105,7 @@ class Model:
         lines += [f"{a.ljust(w0)}{b.ljust(w1)}{c}" for a, b, c in rows]
         lines.append(f"outputs (children): {', '.join(o.name for o in self.outputs)}")
         if self.fitness is not None:
-            direction = "maximise" if self.fitness.maximize else "minimise"
+            direction = _direction(self.fitness)
             lines.append(f"fitness: {self.fitness!r} ({direction}); selection: {self.selection!r}; "
                          f"mode: {self.mode}; seed: {self.seed}")
         print("\n".join(lines))
@@ -114,7 +115,7 @@ class Model:
         self._require_compiled()
         steps = [f"{node.op.name}: {node.op!r} <- {', '.join(t.name for t in node.inputs)}" for node in self.nodes]
         children = " + ".join(o.name for o in self.outputs)
-        direction = "maximise" if self.fitness.maximize else "minimise"
+        direction = _direction(self.fitness)
         steps.append(f"fitness: {self.fitness!r} ({direction}) on {children}")
         if self.selection.elitism:
             steps.append(f"selection: {self.selection!r}: the {self.selection.elitism} best parents, "
@@ -122,7 +123,8 @@ class Model:
         else:
             pool = "parents + children" if self.selection.pool == "both" else "children"
             steps.append(f"selection: {self.selection!r} from {pool}")
-        steps.append("record best/mean/std; keep the best so far")
+        steps.append("record hypervolume and the share on the front; keep the best hypervolume so far"
+                     if self.fitness.objectives > 1 else "record best/mean/std; keep the best so far")
         note = "0/1 genomes run bit-packed (32 genes per uint32 word)" if self.packable() else "genomes run unpacked"
         return Plan(f"one generation (mode={self.mode!r}, seed={self.seed}; {note}):", steps)
 
@@ -173,6 +175,13 @@ class Model:
             executor = distributed.Replicated(strategy, distributed.policy(distribution, migration_interval, migrants))
         return engine.evolve(self, executor, population, generations, callbacks=callbacks, batch_size=batch_size,
                              memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
+
+
+def _direction(fitness) -> str:
+    """How a fitness is optimised, in words: one direction, or one per objective."""
+    if fitness.objectives > 1:
+        return ", ".join("maximise" if s > 0 else "minimise" for s in fitness.signs)
+    return "maximise" if fitness.maximize else "minimise"
 
 
 def _exact(part) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import rng
+from course_lib.evo import pareto, rng
 from course_lib.evo.rng import Rows
 from course_lib.evo.validation import whole
 
@@ -21,8 +21,12 @@ def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
 
     Why: argmax and comparisons with NaN differ between TensorFlow's kernels and XLA (XLA's
     argmax picks the NaN), so without this a NaN could win tournaments or become the best.
-    An infinity of the wrong sign is already -inf after the sign.
+    An infinity of the wrong sign is already -inf after the sign. Values (N, M + 1) of a
+    ``MultiObjective`` fitness (``sign``: one per objective) score by their place in
+    ``pareto.order``: feasibility, violation, front, crowding.
     """
+    if isinstance(sign, tuple):  # objectives and a violation per row: Deb's rules, NSGA-II's order
+        return pareto.quality(fitness, sign)
     s = sign * tf.cast(fitness, tf.float32)
     return tf.where(tf.math.is_nan(s), tf.constant(-np.inf, tf.float32), s)
 
@@ -69,6 +73,12 @@ class Selection:
             raise ValueError(f"{self!r} keeps {self.elitism} parents, which leaves no slot for children "
                              f"in a population of {n}; use elitism < {n}")
         self.check_candidates(pool_size - n if self.elitism else pool_size)
+
+    def check_fitness(self, fitness) -> None:
+        """Raise a clear error if this selection cannot rank ``fitness``'s values."""
+        if fitness.objectives > 1:
+            raise ValueError(f"{self!r} ranks one objective, but {fitness!r} has {fitness.objectives}; use "
+                             "evo.selection.NSGA2() (non-dominated front, then crowding distance)")
 
     def check_candidates(self, candidates: int) -> None:
         """Raise a clear error if ``select`` cannot pick from ``candidates`` rows."""
@@ -139,3 +149,27 @@ class Rank(Selection):
 
     def config(self):
         return {"pressure": self.pressure, **super().config()}
+
+
+class NSGA2(Selection):
+    """mu + lambda by NSGA-II: parents and children ranked by Deb's rules into non-dominated fronts,
+    within a front by crowding distance (larger first), the best ``n`` kept.
+
+    One batched tensor program over the pool (``course_lib.evo.pareto``): O(M P²) comparisons for
+    the dominance matrix of a pool of P with M objectives, then one pass over it per front until
+    ``n`` rows are ranked; no random numbers. A single objective works too (Deb's rules, then
+    the objective).
+    """
+
+    pool = "both"
+
+    def __init__(self):
+        super().__init__(0)
+
+    def check_fitness(self, fitness):
+        pass
+
+    def choose(self, fitness, sign, key, n, parents=None):
+        if len(fitness.shape) == 1:
+            fitness, sign = tf.stack([fitness, tf.zeros_like(fitness)], 1), (sign,)
+        return pareto.order(fitness, sign, until=n)[:n]

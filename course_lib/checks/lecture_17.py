@@ -1,0 +1,67 @@
+"""Checkers for lecture 17, many objectives: Pareto dominance, and the hypervolume of a 2-D front."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from course_lib.checks import exercise
+from course_lib.evo import pareto
+
+_DOMINANCE_CASES = [  # (a, b, a dominates b), both objectives minimised
+    ((1.0, 2.0), (2.0, 3.0), True),
+    ((1.0, 3.0), (1.0, 4.0), True),
+    ((1.0, 2.0), (1.0, 2.0), False),
+    ((1.0, 4.0), (2.0, 3.0), False),
+    ((2.0, 3.0), (1.0, 2.0), False),
+    ((0.0, 0.0, 1.0), (0.0, 0.0, 2.0), True),
+    ((0.0, 1.0, 1.0), (1.0, 0.0, 1.0), False),
+]
+
+
+@exercise("17", 1, "Pareto dominance",
+          "a dominates b when a is no worse in every objective and strictly better in at least one.",
+          "With NumPy: np.all(a <= b) and np.any(a < b) (every objective minimised).")
+def dominance(dominates):
+    assert callable(dominates), f"dominates should be a function (a, b) -> bool, got {type(dominates).__name__}"
+    for a, b, want in _DOMINANCE_CASES:
+        got = dominates(np.array(a), np.array(b))
+        assert isinstance(got, (bool, np.bool_)), f"dominates should return True or False, got {got!r}"
+        if a == b and got:
+            raise AssertionError(f"dominates({a}, {b}) is True, but a point does not dominate an equal one: "
+                                 "it must be strictly better in at least one objective")
+        if got != want:
+            raise AssertionError(f"dominates({a}, {b}) is {bool(got)}, should be {want}"
+                                 + (" (a trade-off: each is better in one objective)" if not want and
+                                    any(x < y for x, y in zip(a, b)) else ""))
+
+
+def _hypervolume_cases():
+    r = np.random.default_rng(17)
+    cases = [np.array([[0.2, 0.8], [0.5, 0.5], [0.8, 0.2]]),
+             np.array([[0.2, 0.8], [0.3, 0.9], [0.5, 0.5]]),  # a dominated point
+             np.array([[0.4, 0.6], [1.5, 0.2]]),  # a point beyond the reference
+             r.random((20, 2))]
+    return cases
+
+
+@exercise("17", 2, "the hypervolume of a 2-D front",
+          "Sort the points by the first objective; each point adds a rectangle from its first objective to the "
+          "next point's (or the reference), as high as from the lowest second objective so far to the reference.",
+          "Dominated points add nothing if you keep the running minimum of the second objective; points beyond "
+          "the reference add nothing if you clip them to it first.")
+def hypervolume(hypervolume_2d):
+    assert callable(hypervolume_2d), \
+        f"hypervolume_2d should be a function (points, reference) -> float, got {type(hypervolume_2d).__name__}"
+    reference = (1.0, 1.0)
+    for points in _hypervolume_cases():
+        want = float(pareto.hypervolume(points, reference, (-1.0, -1.0)))
+        got = hypervolume_2d(points.copy(), reference)
+        assert np.isscalar(got) or np.ndim(got) == 0, f"hypervolume_2d should return one number, got {got!r}"
+        if len(points) == 3 and np.allclose(points[1], [0.3, 0.9]) and abs(float(got) - want) > 1e-4:
+            raise AssertionError(f"{float(got):.4f} for a front with a dominated point, should be {want:.4f}: "
+                                 "a dominated point must add nothing")
+        if np.any(points > 1) and abs(float(got) - want) > 1e-4:
+            raise AssertionError(f"{float(got):.4f} where a point lies beyond the reference, should be {want:.4f}: "
+                                 "clip the points to the reference")
+        assert abs(float(got) - want) <= 1e-4 * want, \
+            f"hypervolume_2d gives {float(got):.6g} for {len(points)} points; it should be {want:.6g}"

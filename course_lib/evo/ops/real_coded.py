@@ -1,0 +1,145 @@
+"""Real-coded ops for bounded float genomes: simulated binary crossover and polynomial mutation (Deb's).
+
+Both draw a child gene from a distribution around the parent gene(s) whose spread a
+distribution index ``eta`` sets (larger: children nearer their parents), cut off at the
+bounds [low, high] so that every child is inside them; the bounds are numbers or one per
+gene. Random numbers are drawn per individual and gene (``course_lib.evo.rng``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import rng
+from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
+
+
+def _bounds(op: str, low, high) -> tuple[tuple, tuple]:
+    lo, hi = np.ravel(np.asarray(low, np.float64)), np.ravel(np.asarray(high, np.float64))
+    if lo.size == 0 or hi.size == 0 or not np.all(np.isfinite(lo)) or not np.all(np.isfinite(hi)):
+        raise ValueError(f"{op}: low and high must be finite numbers (or one per gene), got {low!r}, {high!r}")
+    if not np.all(lo < hi):
+        raise ValueError(f"{op} needs low < high for every gene, got low={low!r}, high={high!r}")
+    return tuple(lo.tolist()), tuple(hi.tolist())
+
+
+def _eta(op: str, eta) -> float:
+    if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0:
+        raise ValueError(f"{op}: eta (the distribution index) must be a number >= 0, got {eta!r}")
+    return float(eta)
+
+
+class _Bounded:
+    """Bounds shared by the real-coded ops: checked against the genome, broadcast as tensors."""
+
+    def check_bounds(self, spec):
+        self.require(spec, "float")
+        for name, b in (("low", self.low), ("high", self.high)):
+            if len(b) not in (1, spec.size):
+                raise ValueError(f"{type(self).__name__}: {name} has {len(b)} values, but genomes have "
+                                 f"{spec.size} genes; give one number or one per gene")
+        return spec
+
+    def limits(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        shape = (1, *x.shape[1:])
+        lo = tf.constant(np.broadcast_to(np.reshape(self.low, (-1,)), (np.prod(shape),)).reshape(shape), x.dtype)
+        hi = tf.constant(np.broadcast_to(np.reshape(self.high, (-1,)), (np.prod(shape),)).reshape(shape), x.dtype)
+        return lo, hi
+
+
+def _power(base: tf.Tensor, exponent: float) -> tf.Tensor:
+    return tf.pow(tf.maximum(base, 0.0), exponent)
+
+
+class SimulatedBinaryCrossover(_Bounded, Mating):
+    """Simulated binary crossover (Deb and Agrawal): a child gene spread around its two parents' genes.
+
+    For parent genes y1 < y2 the child is (y1 + y2)/2 -/+ beta (y2 - y1)/2, with the spread
+    factor beta drawn so that, far from the bounds, its density is (eta + 1)/2 beta^eta below 1
+    and (eta + 1)/2 beta^-(eta + 2) above, and near a bound cut off at it (Deb's bounded form).
+    Which of the pair's two children the child is, is a coin flip per gene. A gene is crossed
+    with probability ``gene_rate`` (1/2, as in Deb's code), a child with ``probability``.
+    """
+
+    genes = "float"
+
+    def __init__(self, low, high, eta: float = 15.0, probability: float = 0.9, gene_rate: float = 0.5,
+                 name: str | None = None):
+        super().__init__(probability, name)
+        self.low, self.high = _bounds(type(self).__name__, low, high)
+        self.eta = _eta(type(self).__name__, eta)
+        self.gene_rate = check_rate(type(self).__name__, gene_rate, "gene_rate")
+
+    @classmethod
+    def example(cls, length):
+        return cls(low=-5.0, high=5.0)
+
+    def check(self, *specs):
+        return self.check_bounds(super().check(*specs))
+
+    def apply(self, inputs, key, rows):
+        x = rows.take(inputs[0])
+        mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
+        lo, hi = self.limits(x)
+        shape = tuple(x.shape[1:])
+        u = tf.cast(rng.uniform(rng.fold_in(key, 2), rows, (3, *shape)), x.dtype)
+        y1, y2 = tf.minimum(x, mate), tf.maximum(x, mate)
+        gap = y2 - y1
+        safe = tf.where(gap > 1e-14, gap, 1.0)
+        e = 1.0 / (self.eta + 1.0)
+
+        def spread(beta):  # Deb's bounded inverse CDF of the spread factor
+            alpha = 2.0 - _power(beta, -(self.eta + 1.0))
+            ua = u[:, 0] * alpha
+            return tf.where(u[:, 0] <= 1.0 / alpha, _power(ua, e), _power(1.0 / (2.0 - ua), e))
+
+        c1 = 0.5 * (y1 + y2 - spread(1.0 + 2.0 * (y1 - lo) / safe) * gap)
+        c2 = 0.5 * (y1 + y2 + spread(1.0 + 2.0 * (hi - y2) / safe) * gap)
+        child = tf.clip_by_value(tf.where(u[:, 1] < 0.5, c1, c2), lo, hi)
+        take = (u[:, 2] < self.gene_rate) & (gap > 1e-14)
+        crossed = self.crossed(key, rows)
+        if crossed is not None:
+            take &= tf.reshape(crossed, (rows.size,) + (1,) * len(shape))
+        return tf.where(take, child, x)
+
+    def config(self):
+        return {"eta": self.eta, **super().config()}
+
+
+class PolynomialMutation(_Bounded, Op):
+    """Polynomial mutation (Deb's bounded form): each gene picked with probability ``rate`` (default
+    1/genes) moves by delta (high - low), delta drawn with density proportional to
+    (1 - |delta|)^eta, cut off so that the gene stays in [low, high]."""
+
+    genes = "float"
+
+    def __init__(self, low, high, eta: float = 20.0, rate: float | None = None, name: str | None = None):
+        super().__init__(name)
+        self.low, self.high = _bounds(type(self).__name__, low, high)
+        self.eta = _eta(type(self).__name__, eta)
+        self.rate = None if rate is None else check_rate(type(self).__name__, rate)
+
+    @classmethod
+    def example(cls, length):
+        return cls(low=-5.0, high=5.0)
+
+    def check(self, *specs):
+        return self.check_bounds(super().check(*specs))
+
+    def apply(self, inputs, key, rows):
+        x = rows.take(inputs[0])
+        lo, hi = self.limits(x)
+        shape = tuple(x.shape[1:])
+        rate = self.rate if self.rate is not None else 1.0 / int(np.prod(shape))
+        u = tf.cast(rng.uniform(rng.fold_in(key, 5), rows, (2, *shape)), x.dtype)
+        width = hi - lo
+        d1, d2 = (x - lo) / width, (hi - x) / width
+        r, p = u[:, 0], self.eta + 1.0
+        below = _power(2.0 * r + (1.0 - 2.0 * r) * _power(1.0 - d1, p), 1.0 / p) - 1.0
+        above = 1.0 - _power(2.0 * (1.0 - r) + 2.0 * (r - 0.5) * _power(1.0 - d2, p), 1.0 / p)
+        y = tf.clip_by_value(x + tf.where(r < 0.5, below, above) * width, lo, hi)
+        return tf.where(u[:, 1] < rate, y, x)
+
+    def config(self):
+        return {"eta": self.eta, "rate": self.rate}

@@ -1,0 +1,270 @@
+"""Many objectives as tensor programs: constrained dominance, non-dominated ranks, crowding, hypervolume.
+
+A multi-objective fitness (``evo.fitness.MultiObjective``) hands the engine float32 (P, M + 1):
+M objectives in the problem's units, then a constraint violation (0: feasible). Here every
+function first turns that into *minimise space*, ``g = -direction * objective`` (lower is
+better for every column), with a row whose objectives or violation are NaN or infinite made
+infeasible with violation +inf, so that it ranks after every other row.
+
+Deb's rules compare two rows: a feasible row beats an infeasible one, of two infeasible rows
+the one with less violation wins, and of two feasible rows one wins when it is no worse in
+every objective and better in one (Pareto dominance).
+
+Cost: ``dominance`` is a (P, P) boolean matrix from P² M comparisons; ``ranks`` peels one
+front per ``tf.while_loop`` step, each a pass over that matrix, so a population with F fronts
+costs O(M P² + F P²) work and P² bytes, all of it batched tensor code that runs alike eagerly,
+in a graph and under XLA. NSGA-II needs fronts only until the survivors are filled
+(``until``), which late in a run is one or two fronts. Crowding distances sort the pool once
+per objective (O(M P log P)); the exact hypervolume sorts once in 2-D (O(P log P)) and once
+per slice in 3-D (O(P² log P)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import fusion, packed
+
+
+def minimise_space(values: tf.Tensor, signs) -> tuple[tf.Tensor, tf.Tensor]:
+    """(g (P, M) lower-is-better objectives, violation (P,) >= 0) from engine values (P, M + 1).
+
+    ``signs``: +1 for a maximised objective, -1 for a minimised one. Rows with a non-finite
+    objective or a NaN violation get violation +inf and objectives 0: they rank last.
+    """
+    values = tf.cast(values, tf.float32)
+    g = -tf.constant(signs, tf.float32)[None, :] * values[:, :-1]
+    v = values[:, -1]
+    bad = ~tf.reduce_all(tf.math.is_finite(g), axis=1) | tf.math.is_nan(v)
+    v = tf.where(bad, tf.constant(np.inf, tf.float32), tf.maximum(v, 0.0))
+    return tf.where(bad[:, None], tf.zeros_like(g), g), v
+
+
+def _beats(ga: tf.Tensor, va: tf.Tensor, gb: tf.Tensor, vb: tf.Tensor) -> tf.Tensor:
+    """Whether a beats b by Deb's rules, broadcast: g (..., M) sliced per objective, v (...)."""
+    no_worse, better = None, None
+    for k in range(ga.shape[-1]):  # one comparison per objective: no (P, P, M) intermediate
+        a, b = ga[..., k], gb[..., k]
+        no_worse = a <= b if no_worse is None else no_worse & (a <= b)
+        better = a < b if better is None else better | (a < b)
+    fa, fb = tf.equal(va, 0.0), tf.equal(vb, 0.0)
+    return (fa & fb & no_worse & better) | (fa & ~fb) | (~fa & ~fb & (va < vb))
+
+
+def dominance(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
+    """bool (P, P): entry [i, j] is True when row i beats row j by Deb's rules."""
+    return _beats(g[:, None, :], v[:, None], g[None, :, :], v[None, :])
+
+
+def beaten_by(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
+    """uint32 (P, W): row j's bits say which rows beat it (bit i % 32 of word i // 32), the
+    dominance matrix transposed and bit-packed, so that a pass over it reads P²/8 bytes."""
+    return packed.bits_to_words(_beats(g[None, :, :], v[None, :], g[:, None, :], v[:, None]))  # [j, i]
+
+
+def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
+    """int32 (P,): each row's non-dominated front (0 = beaten by no row), peeled one front per step.
+
+    With ``until``, peeling stops once at least that many rows have a front; the rest get P.
+    A step finds the remaining rows that no remaining row beats: an and of the packed
+    ``beaten_by`` words with the remaining rows' words.
+    """
+    p = g.shape[0]
+    words = beaten_by(g, v)
+    until = p if until is None else until
+
+    def body(r, rank):
+        remaining = rank >= p
+        beaten = tf.reduce_any(tf.not_equal(words & packed.bits_to_words(remaining[None, :]), 0), axis=1)
+        return r + 1, tf.where(remaining & ~beaten, r, rank)
+
+    def more(r, rank):
+        return (r < p) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
+
+    return tf.while_loop(more, body, (tf.constant(0), tf.fill([p], p)))[1]
+
+
+def non_dominated(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
+    """bool (P,): the feasible rows that no row beats."""
+    return tf.equal(v, 0.0) & ~tf.reduce_any(tf.not_equal(beaten_by(g, v), 0), axis=1)
+
+
+def _stable_order(key: tf.Tensor, within: tf.Tensor) -> tf.Tensor:
+    """The permutation that sorts rows by ``within`` (ascending) and then, stably, by ``key``."""
+    first = tf.argsort(within, stable=True)
+    return tf.gather(first, tf.argsort(tf.gather(key, first), stable=True))
+
+
+def _scatter(order: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+    """``values`` given in ``order``, put back at the rows ``order`` names."""
+    return tf.scatter_nd(order[:, None], values, tf.shape(values))
+
+
+def crowding(g: tf.Tensor, rank: tf.Tensor) -> tf.Tensor:
+    """float32 (P,): each row's crowding distance within its front.
+
+    Per objective, the front's rows are sorted by it (ties by row index); the first and last
+    get +inf, the others the gap between their neighbours over the front's range (0 where
+    the range is 0), summed over objectives. A front of one or two rows is all +inf.
+    """
+    p, m = g.shape
+    total = tf.zeros([p], tf.float32)
+    for k in range(m):
+        order = _stable_order(rank, g[:, k])
+        r, x = tf.gather(rank, order), tf.gather(g[:, k], order)
+        first = tf.concat([[True], r[1:] != r[:-1]], 0)
+        last = tf.concat([r[1:] != r[:-1], [True]], 0)
+        lo = tf.math.unsorted_segment_min(g[:, k], rank, p + 1)
+        hi = tf.math.unsorted_segment_max(g[:, k], rank, p + 1)
+        span = tf.gather(hi - lo, r)
+        # row i: x[i + 1] - x[i - 1] (the ends are +inf anyway)
+        gap = tf.concat([[0.0], x[2:] - x[:-2], [0.0]], 0) if p > 2 else tf.zeros([p])
+        d = tf.where(first | last, np.inf, tf.where(span > 0, gap / tf.where(span > 0, span, 1.0), 0.0))
+        total += _scatter(order, d)
+    return total
+
+
+def order(values: tf.Tensor, signs, until: int | None = None) -> tf.Tensor:
+    """int32 (P,): rows best first by NSGA-II's order: front, then crowding distance (larger first),
+    then row index. With ``until`` only the first ``until`` places are exact."""
+    g, v = minimise_space(values, signs)
+    if g.shape[1] == 1:  # one objective: Deb's rules are a total order, two sorts
+        return _stable_order(v, g[:, 0])
+    rank = ranks(g, v, until)
+    return _stable_order(rank, -crowding(g, rank))
+
+
+def quality(values: tf.Tensor, signs) -> tf.Tensor:
+    """float32 (P,), higher is better: minus each row's place in ``order`` (a score that ordinary
+    selections, tournaments and migration can compare)."""
+    o = order(values, signs)
+    return _scatter(o, -tf.cast(tf.range(o.shape[0]), tf.float32))
+
+
+# -- hypervolume ----------------------------------------------------------------------------------
+
+
+def _hv2(q: tf.Tensor, ref: tf.Tensor) -> tf.Tensor:
+    """Exact 2-D hypervolume of points q (..., P, 2) already clipped to ``ref`` (minimise space)."""
+    o = tf.argsort(q[..., 0], axis=-1, stable=True)
+    x = tf.gather(q[..., 0], o, batch_dims=len(q.shape) - 2)
+    y = tf.gather(q[..., 1], o, batch_dims=len(q.shape) - 2)
+    nxt = tf.concat([x[..., 1:], tf.broadcast_to(ref[0], tf.shape(x[..., :1]))], -1)
+    return tf.reduce_sum((nxt - x) * (ref[1] - _cummin(y)), axis=-1)
+
+
+def _cummin(y: tf.Tensor) -> tf.Tensor:
+    """Running minimum along the last axis, by doubling (log2 P steps of elementwise minima)."""
+    n, shift = y.shape[-1], 1
+    while shift < n:
+        pad = tf.fill(tf.concat([tf.shape(y)[:-1], [shift]], 0), tf.constant(np.inf, y.dtype))
+        y = tf.minimum(y, tf.concat([pad, y[..., :-shift]], -1))
+        shift *= 2
+    return y
+
+
+def hypervolume_min(g: tf.Tensor, reference, mask: tf.Tensor | None = None) -> tf.Tensor:
+    """Exact hypervolume, in minimise space, of points g (..., P, M) for M = 2 or 3 against ``reference``
+    (M,); rows where ``mask`` is False, and the parts of points beyond the reference, count nothing.
+
+    2-D: sort by the first objective and sum rectangles under the running minimum of the second.
+    3-D: sort by the third objective; slice k (up to the next point's value, or the reference) is
+    the 2-D hypervolume of the first k points, all slices at once (O(P² log P)).
+    """
+    g = tf.cast(g, tf.float32)
+    ref = tf.constant(np.asarray(reference, np.float32)) if not isinstance(reference, tf.Tensor) else reference
+    m = g.shape[-1]
+    q = tf.minimum(g, ref)
+    if mask is not None:
+        q = tf.where(mask[..., None], q, ref)
+    if m == 2:
+        return _hv2(q, ref)
+    if m != 3:
+        raise ValueError(f"hypervolume is exact for 2 or 3 objectives, got {m}")
+    batch = len(q.shape) - 2
+    o = tf.argsort(q[..., 2], axis=-1, stable=True)
+    q = tf.gather(q, o, batch_dims=batch)
+    z = q[..., 2]
+    nxt = tf.concat([z[..., 1:], tf.broadcast_to(ref[2], tf.shape(z[..., :1]))], -1)
+    p = q.shape[-2]
+    upto = tf.range(p)[None, :] <= tf.range(p)[:, None]  # slice k holds points 0..k
+    xy = tf.where(upto[..., None], q[..., None, :, :2], ref[:2])  # (..., P slices, P, 2)
+    return tf.reduce_sum((nxt - z) * _hv2(xy, ref[:2]), axis=-1)
+
+
+# -- what a run reports --------------------------------------------------------------------------------
+
+
+def summary(values: tf.Tensor, signs, reference) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(a front row's index, the hypervolume of the feasible rows, (hypervolume, share, its std)):
+    what the engine tracks per generation for many objectives. ``share`` is the fraction of rows
+    that are feasible and non-dominated; ``reference`` is in the problem's units. For one
+    objective under constraints: (the best row by Deb's rules, its objective if it is feasible
+    and NaN otherwise, (that, the mean and std of the objective))."""
+    g, v = minimise_space(values, signs)
+    if g.shape[1] == 1:  # one objective under constraints: the best feasible value (NaN while none is)
+        j = tf.argmax(quality(values, signs), output_type=tf.int32)
+        x = tf.cast(values[:, 0], tf.float32)
+        best = tf.where(tf.equal(tf.gather(v, j), 0.0), tf.gather(x, j), np.nan)
+        return j, best, tf.stack([best, tf.reduce_mean(x), tf.math.reduce_std(x)])
+    ref = -tf.constant(signs, tf.float32) * tf.constant(reference, tf.float32)
+    feasible = tf.equal(v, 0.0)
+    hv = hypervolume_min(g, ref, feasible)
+    top = non_dominated(g, v)
+    share = tf.reduce_mean(tf.cast(top, tf.float32))
+    j = tf.argmax(tf.cast(top, tf.int32), output_type=tf.int32)
+    return j, hv, tf.stack([hv, share, tf.sqrt(share * (1.0 - share))])
+
+
+@dataclass
+class Front:
+    """The non-dominated feasible individuals of a population: genomes, objectives in the problem's
+    units (sorted by the first objective), and their hypervolume (NaN without a reference point)."""
+
+    genomes: np.ndarray
+    objectives: np.ndarray
+    hypervolume: float
+
+    def __len__(self) -> int:
+        return len(self.objectives)
+
+    def __repr__(self) -> str:
+        return (f"Front({len(self)} individuals, {self.objectives.shape[1]} objectives, "
+                f"hypervolume={self.hypervolume:.6g})")
+
+
+# compiled: eagerly, the (P, P) comparisons of a large population cost more than generations of the run
+_front_rows = fusion.xla_function(lambda values, signs: non_dominated(*minimise_space(values, signs)))
+
+
+def front(population: np.ndarray, values: np.ndarray, signs, reference=None) -> Front:
+    """The ``Front`` of a population and its engine values (P, M + 1), duplicates kept once."""
+    top = _front_rows(tf.constant(values, tf.float32), tuple(signs)).numpy()
+    objectives = np.asarray(values, np.float64)[top, :-1]
+    genomes = np.asarray(population)[top]
+    _, first = np.unique(objectives, axis=0, return_index=True)
+    first = np.sort(first)
+    objectives, genomes = objectives[first], genomes[first]
+    o = np.argsort(objectives[:, 0], kind="stable")
+    hv = float("nan")
+    if reference is not None and objectives.shape[1] in (2, 3):
+        hv = float(hypervolume(objectives, reference, signs))
+    return Front(genomes[o], objectives[o], hv)
+
+
+def hypervolume(objectives, reference, signs) -> np.ndarray:
+    """Exact hypervolume of points (..., P, M), M = 2 or 3, in the problem's units (batched over leading
+    axes), dominated by them and bounded by ``reference``; ``signs`` +1 per maximised objective, -1 per
+    minimised one."""
+    x = np.asarray(objectives, np.float32)
+    s = np.asarray(signs, np.float32)
+    if x.ndim < 2 or x.shape[-1] != s.shape[0] or np.shape(reference) != s.shape:
+        raise ValueError(f"hypervolume needs points (..., P, M) with M = {s.shape[0]} directions and a reference "
+                         f"of {s.shape[0]} values; got points of shape {x.shape} and reference {reference!r}")
+    g = -s * x
+    ok = np.all(np.isfinite(g), axis=-1)
+    g = np.where(ok[..., None], g, 0.0)
+    return hypervolume_min(tf.constant(g), -s * np.asarray(reference, np.float32), tf.constant(ok)).numpy()
