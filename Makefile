@@ -22,6 +22,7 @@ lectures: $(STAMP) kernel
 	$(BIN)/course lectures
 
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 # `make test` checks lecture 00's widget in the browser; this checks every widget lecture.

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+
 def _lectures(args) -> int:
     from course_lib import exercises, lectures
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import matplotlib
-
 import matplotlib.pyplot as plt
 
 

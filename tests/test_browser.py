@@ -33,16 +33,16 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import lab
 import nbformat
 import psutil
 import pytest
-from playwright.sync_api import Error as PlaywrightError, Page, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Page, expect, sync_playwright
+from test_notebook_hygiene import TF_LOG
 
 from course_lib import lectures
 from course_lib.widgets import CSS_CLASS
-
-import lab
-from test_notebook_hygiene import TF_LOG
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "build" / "screenshots"

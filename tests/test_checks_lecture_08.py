@@ -1,6 +1,5 @@
 """Lecture 08's checkers: the reference answers pass, plausible wrong answers fail and say why."""
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

@@ -7,10 +7,9 @@ import os
 import time
 
 import pytest
+from processes import child_processes
 
 from course_lib import devices, distribute, processes
-
-from processes import child_processes
 
 pytestmark = pytest.mark.timeout(180)
 

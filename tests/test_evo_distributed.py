@@ -17,14 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from processes import child_processes
 
 from course_lib import devices, distribute, evo, plotting, processes
 from course_lib.benchmarks import ga_replicas
 from course_lib.evo import distributed
 from course_lib.lessons import evolution as benchmarks
 from course_lib.lessons.evolution import onemax_model
-
-from processes import child_processes
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -5,10 +5,10 @@ import pytest
 import tensorflow as tf
 
 from course_lib import evo
-from course_lib.lessons import applications as app
 from course_lib.evo import rng
 from course_lib.evo.ops.local_search import move_segment, or_opt_delta, reverse_segments, two_opt_delta
 from course_lib.evo.rng import Rows
+from course_lib.lessons import applications as app
 
 N = 30
 

@@ -6,7 +6,6 @@ import pytest
 
 from course_lib.lessons import applications as app
 
-
 # -- TSP ------------------------------------------------------------------------------------------------
 
 

@@ -4,10 +4,9 @@ failure or a hang is a clear error that leaves no process behind."""
 import os
 
 import pytest
+from processes import child_processes
 
 from course_lib import processes
-
-from processes import child_processes
 
 pytestmark = pytest.mark.timeout(120)
 

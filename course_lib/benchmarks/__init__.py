@@ -15,6 +15,17 @@ from course_lib import bench
 def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
     """Every ``course bench`` command by name (importing a benchmark module registers its command)."""
     from course_lib.benchmarks import (  # noqa: F401
-        eager_vs_graph, ga, ga_replicas, gan, moo, neuro, ops, strategies, tfdata, tsp, xla)
+        eager_vs_graph,
+        ga,
+        ga_replicas,
+        gan,
+        moo,
+        neuro,
+        ops,
+        strategies,
+        tfdata,
+        tsp,
+        xla,
+    )
 
     return dict(bench.COMMANDS)

@@ -9,9 +9,18 @@ from __future__ import annotations
 
 from course_lib import bench, evo
 from course_lib.benchmarks.ga_replicas import GENERATIONS, bench_replicas, measure_replicas, replica_counts
-from course_lib.lessons.evolution import (RASTRIGIN, breakdown_sentences, breakdown_table, generation_breakdown,
-                                          numpy_onemax, numpy_rastrigin, onemax_model, rastrigin_model,
-                                          single_call, threefry_evolve)
+from course_lib.lessons.evolution import (
+    RASTRIGIN,
+    breakdown_sentences,
+    breakdown_table,
+    generation_breakdown,
+    numpy_onemax,
+    numpy_rastrigin,
+    onemax_model,
+    rastrigin_model,
+    single_call,
+    threefry_evolve,
+)
 
 
 @bench.command("ga", repeats=3, quick={}, check=replica_counts,

@@ -9,6 +9,7 @@ from course_lib import bench
 from course_lib.checks import exercise, method
 from course_lib.evo import neuro
 
+
 def _kernel_case():
     """A chain with no square kernel, so a transposed reshape cannot pass by accident."""
     model = neuro.mlp(5, [4, 3], 2, seed=0)

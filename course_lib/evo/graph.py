@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
-
 # the gene dtypes every op either handles or rejects up front (qint*, bool, complex, string: neither)
 INTEGER_DTYPES = (tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32, tf.int64, tf.uint64)
 FLOAT_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)

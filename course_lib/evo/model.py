@@ -9,9 +9,8 @@ identity for checkpoints (``signature``).
 
 from __future__ import annotations
 
-from course_lib.evo import distributed
+from course_lib.evo import distributed, engine, rng
 from course_lib.evo import fitness as fitness_lib
-from course_lib.evo import engine, rng
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT, Result  # noqa: F401 (public names of the model)
 from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
 from course_lib.evo.graph import SymbolicTensor, topological_order

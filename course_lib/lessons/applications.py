@@ -21,10 +21,27 @@ from course_lib import evo
 from course_lib.evo.ops.base import check_rate
 from course_lib.problems.continuous import FUNCTIONS, continuous_population  # noqa: F401 (lecture 14's names)
 from course_lib.problems.knapsack import (  # noqa: F401 (lecture 14's names)
-    knapsack_brute_force, knapsack_check, knapsack_dp, knapsack_greedy, knapsack_instance)
+    knapsack_brute_force,
+    knapsack_check,
+    knapsack_dp,
+    knapsack_greedy,
+    knapsack_instance,
+)
 from course_lib.problems.tsp import (  # noqa: F401 (lecture 14's names)
-    CITY_SETS, cities, distance_matrix, is_tour, local_search, nearest_cities, nearest_neighbour_tour,
-    nearest_neighbour_tours, optimal_length, or_opt, tour_length, tour_population, two_opt)
+    CITY_SETS,
+    cities,
+    distance_matrix,
+    is_tour,
+    local_search,
+    nearest_cities,
+    nearest_neighbour_tour,
+    nearest_neighbour_tours,
+    optimal_length,
+    or_opt,
+    tour_length,
+    tour_population,
+    two_opt,
+)
 
 # -- TSP models -----------------------------------------------------------------------------------
 

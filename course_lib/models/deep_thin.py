@@ -18,9 +18,9 @@ import pstats
 import sys
 from typing import Callable
 
+import keras
 import numpy as np
 import tensorflow as tf
-import keras
 from keras import layers
 
 KINDS = ("sequential", "functional", "subclassed")

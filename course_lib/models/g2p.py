@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+import keras
 import numpy as np
 import tensorflow as tf
-import keras
 from keras import layers
 
 from course_lib import bench, processes

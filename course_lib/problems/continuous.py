@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from course_lib import evo
 
-
 FUNCTIONS = {"rastrigin": (evo.fitness.Rastrigin, 5.12), "ackley": (evo.fitness.Ackley, 32.768)}
 
 

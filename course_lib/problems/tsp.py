@@ -10,7 +10,6 @@ import numpy as np
 
 from course_lib import evo
 
-
 CITY_SETS = ("random", "circle", "grid")
 
 
