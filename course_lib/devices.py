@@ -201,7 +201,8 @@ def copy_devices() -> tuple[str, str]:
     return cpus[0].name, cpus[min(1, len(cpus) - 1)].name
 
 
-def copy_variants(steps: int = 10, devices: tuple[str, str] | None = None) -> dict[str, Callable[..., Callable[[], Any]]]:
+def copy_variants(steps: int = 10,
+                  devices: tuple[str, str] | None = None) -> dict[str, Callable[..., Callable[[], Any]]]:
     """Widget builders: ``steps`` cheap updates of a tensor, with or without moving it; knob: ``megabytes``.
 
     * "stay on one device": every step runs where the data already is;

@@ -159,8 +159,8 @@ def traffic(model: PlacedMLP, batch: int) -> list[dict]:
                 seen.add(key)
                 shape = tensor.shape.as_list()
                 size = int(np.prod(shape)) * tensor.dtype.size
-                rows.append({"from": short_device_name(src), "to": short_device_name(dst), "shape": shape, "bytes": size,
-                             "copied": 0 if _on_cpu(src) and _on_cpu(dst) else size})
+                rows.append({"from": short_device_name(src), "to": short_device_name(dst), "shape": shape,
+                             "bytes": size, "copied": 0 if _on_cpu(src) and _on_cpu(dst) else size})
     # The graph's input has no device; it reaches every device that first uses it.
     inputs = {t.name for t in graph.inputs[:1]}
     for op in graph.get_operations():

@@ -433,7 +433,10 @@ def format_rows(rows: Sequence[Mapping[str, Any]]) -> str:
     cols = list(rows[0])
     cells = [[str(r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
+    def line(values):
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
     return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(row) for row in cells])
 
 

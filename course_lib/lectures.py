@@ -204,7 +204,8 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
 
 
 def _machine_quietly(log: Path) -> dict:
-    """``bench.machine()``, with the C++ log of TensorFlow's import in this process sent to ``log``, not the terminal."""
+    """``bench.machine()``, with the C++ log of TensorFlow's import in this process sent to ``log``,
+    not the terminal."""
     from course_lib.bench import machine
 
     log.parent.mkdir(parents=True, exist_ok=True)

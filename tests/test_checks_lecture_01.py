@@ -33,7 +33,8 @@ def measured():
 def test_wrap_and_measure(measured):
     assert failure(1, **measured) is None
     v = measured["variants"]
-    assert "does not call horner_graph" in failure(1, **dict(measured, variants={**v, "tf.function": lambda: horner(x)}))
+    assert "does not call horner_graph" in failure(
+        1, **dict(measured, variants={**v, "tf.function": lambda: horner(x)}))
     assert "'eager' variant calls a tf.function" in failure(
         1, **dict(measured, variants={**v, "eager": v["tf.function"]}))
     assert "should be a tf.function" in failure(1, **dict(measured, horner_graph=horner))

@@ -85,7 +85,8 @@ CHILD = textwrap.dedent('''
     measured = dict(variants=variants, comparison=c, mirrored_speedup=c.speedup("mirrored"),
                     single_step=single_step, mirrored_step=mirrored_step)
     out["3 ok"] = f(3, **measured)
-    out["3 mirrored calls the single step"] = f(3, **dict(measured, variants={**variants, "mirrored": variants["one device"]}))
+    out["3 mirrored calls the single step"] = f(
+        3, **dict(measured, variants={**variants, "mirrored": variants["one device"]}))
     out["3 inverted"] = f(3, **dict(measured, mirrored_speedup=1 / c.speedup("mirrored")))
     two = bench.compare(variants, baseline="mirrored", repeats=5, number=1)
     out["3 wrong baseline"] = f(3, **dict(measured, comparison=two))

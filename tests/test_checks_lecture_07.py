@@ -35,8 +35,8 @@ def test_stop_recompiles(stream):
     assert failure(2, call_padded=lambda v: compiled(*xla.pad_to_bucket(v, (256, 512, 1024))), compiled=compiled,
                    stream=stream) is None
     unpadded = xla.jit(xla.masked_chain_mean)
-    assert "4 compilations for 4 lengths that fit in 2 buckets" in failure(2, call_padded=lambda v: unpadded(v, tf.constant(int(v.shape[0]))),
-                                       compiled=unpadded, stream=stream)
+    assert "4 compilations for 4 lengths that fit in 2 buckets" in failure(
+        2, call_padded=lambda v: unpadded(v, tf.constant(int(v.shape[0]))), compiled=unpadded, stream=stream)
     eager = xla.jit(xla.masked_chain_mean)
     assert "does not call compiled" in failure(
         2, call_padded=lambda v: xla.masked_chain_mean(v, tf.constant(int(v.shape[0]))), compiled=eager, stream=stream)
@@ -53,7 +53,8 @@ def test_study_flag():
         pytest.skip("on a GPU the study's flag compiles, so a flagless run is the wrong answer there")
     assert failure(3, study_flag_compilations=0, report=report) is None
     assert "report should be what xla.run_with_flags returned" in failure(3, study_flag_compilations=0, report=None)
-    assert "not the number of compilations" in failure(3, study_flag_compilations=0, report=dict(report, compilations=2))
+    assert "not the number of compilations" in failure(
+        3, study_flag_compilations=0, report=dict(report, compilations=2))
     assert "use the study's flag only" in failure(3, study_flag_compilations=2, report=dict(report, compilations=2))
     five = dict(report, timing=dict(report["timing"], times_s=[0.1] * 5))
     assert "5 repeats, not 1" in failure(3, study_flag_compilations=0, report=five)

@@ -47,7 +47,7 @@ def batching_inputs():
 
 def test_what_batching_buys(batching_inputs):
     ok = batching_inputs
-    singles, together = ok["singles"], ok["together"]
+    singles = ok["singles"]
     assert fail(2, **ok) is None
     def loop_without_return():
         for x in singles:

@@ -55,7 +55,8 @@ def test_evolve_exact_subset():
 @pytest.fixture(scope="module")
 def compiling():
     eager, graph = model_of(subset_sum, "eager"), model_of(subset_sum, "graph")
-    variants = {"eager": lambda: eager.evolve(START, generations=2), "graph": lambda: graph.evolve(START, generations=2)}
+    variants = {"eager": lambda: eager.evolve(START, generations=2),
+                "graph": lambda: graph.evolve(START, generations=2)}
     compiled = bench.compare(variants, baseline="eager", repeats=3, number=1)
     return dict(variants=variants, compiled=compiled, speedup=compiled.speedup("graph"), generations=2), graph
 

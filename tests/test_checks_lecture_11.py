@@ -98,8 +98,8 @@ def test_measure_as_evolve(measured):
     assert "does not take the key as an argument" in fail(2, **dict(ok, xla=captured, variants=pitfall))
     assert "should call xla" in fail(2, **dict(ok, variants=pitfall))
     not_compiled = tf.function(children)
-    assert "compiled with XLA" in fail(2, **dict(ok, xla=not_compiled,
-                                                 variants=dict(ok["variants"], xla=lambda: not_compiled(POPULATION, KEY))))
+    assert "compiled with XLA" in fail(2, **dict(
+        ok, xla=not_compiled, variants=dict(ok["variants"], xla=lambda: not_compiled(POPULATION, KEY))))
     assert "without jit_compile" in fail(2, **dict(ok, autograph=ok["xla"]))
     other_key = dict(ok["variants"], autograph=lambda: ok["autograph"](POPULATION, rng.key(5)))
     assert "'autograph' variant" in fail(2, **dict(ok, variants=other_key))

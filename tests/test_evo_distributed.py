@@ -187,7 +187,8 @@ def multi_worker_report(checkpoint: str) -> dict:
     worker = distribute.worker_context()["index"]
     model = onemax_model(LENGTH, "graph")
     return {"worker": worker,
-            "runs": {how: benchmarks.onemax_run(strategy, distribution=how, **RUN) for how in distributed.DISTRIBUTIONS},
+            "runs": {how: benchmarks.onemax_run(strategy, distribution=how, **RUN)
+                     for how in distributed.DISTRIBUTIONS},
             "resumed": benchmarks.resumable_onemax(strategy, checkpoint.format(worker=worker), 23,
                                                    distribution="islands", **RUN),
             "engine": {how: engine_report(model, strategy, how) for how in distributed.DISTRIBUTIONS}}

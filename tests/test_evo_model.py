@@ -401,7 +401,8 @@ def test_resume_checks_the_model(tmp_path):
 
 
 def test_population_helpers_validate_and_are_seeded():
-    np.testing.assert_array_equal(evo.population.uniform((3, 2), 0, 1, seed=4), evo.population.uniform((3, 2), 0, 1, seed=4))
+    np.testing.assert_array_equal(evo.population.uniform((3, 2), 0, 1, seed=4),
+                                  evo.population.uniform((3, 2), 0, 1, seed=4))
     assert evo.population.random_integers((3, 5), 2, 4).numpy().min() >= 2
     with pytest.raises(ValueError, match=r"\(individuals, \*genome\)"):
         evo.population.random_integers((10,), 0, 2)

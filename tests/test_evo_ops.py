@@ -485,7 +485,8 @@ def test_block_picks_are_the_same_in_every_mode_batch_and_form(rate, size):
                 fusion.xla_function(lambda k: blocks.words(k, everyone, size))):
         np.testing.assert_array_equal(run(key).numpy(), eager)
     batch = Rows(96, 64, 300)
-    np.testing.assert_array_equal(fusion.xla_function(lambda k: blocks.words(k, batch, size))(key).numpy(), eager[96:160])
+    np.testing.assert_array_equal(fusion.xla_function(lambda k: blocks.words(k, batch, size))(key).numpy(),
+                                  eager[96:160])
     onto = np.random.default_rng(1).integers(0, 2**32, eager.shape, dtype=np.uint32)
     flipped = fusion.xla_function(lambda k, x: blocks.words(k, everyone, size, onto=x))(key, tf.constant(onto))
     np.testing.assert_array_equal(flipped.numpy(), onto ^ eager)

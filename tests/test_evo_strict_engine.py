@@ -196,7 +196,8 @@ def test_generations_count_from_the_original_start_when_resuming(tmp_path):
 
 def circle_tsp(cities, seed=0):
     angle = np.random.default_rng(seed).permutation(cities) * 2 * np.pi / cities
-    return evo.fitness.TSP(coordinates=np.stack([np.cos(angle), np.sin(angle)], 1)), cities * 2 * math.sin(math.pi / cities)
+    return (evo.fitness.TSP(coordinates=np.stack([np.cos(angle), np.sin(angle)], 1)),
+            cities * 2 * math.sin(math.pi / cities))
 
 
 def test_textbook_ga_reaches_the_optimal_tour_of_a_circle_under_xla():

@@ -69,7 +69,8 @@ def test_answered_wrong_and_unanswered_rows(tmp_path, lecture_98):
     report = grading.grade_notebook(path, exercises_dir=tmp_path)
     assert path.read_bytes() == before  # graded in a scratch copy
     assert [(r.key, r.status) for r in report.rows] == [("98.1", "✓"), ("98.2", "✗"), ("98.3", "…")]
-    assert report.rows[1].detail.startswith("not yet. that is not the library's short name Hint 1 of 2: look at the title")
+    assert report.rows[1].detail.startswith(
+        "not yet. that is not the library's short name Hint 1 of 2: look at the title")
     assert report.rows[2].detail == "its check cell did not run"
     assert (report.score, report.ok) == (1, False)
     table = report.table()

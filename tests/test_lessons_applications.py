@@ -106,7 +106,8 @@ def test_quality_table_and_readings_follow_the_numbers():
     tour = np.arange(5)
     traces = {"local search": app.Trace("local search", [0.1, 0.5], [10.0, 9.0], tour, "2 descents", 0.5),
               "GA": app.Trace("GA", [2.0, 3.0], [12.0, 9.9], tour, "20 generations of 8", 3.0),
-              "memetic GA": app.Trace("memetic GA", [2.0, 2.5, 6.0], [11.0, 8.5, 8.0], tour, "30 generations of 4", 5.0)}
+              "memetic GA": app.Trace("memetic GA", [2.0, 2.5, 6.0], [11.0, 8.5, 8.0], tour,
+                                      "30 generations of 4", 5.0)}
     rows = {r["method"]: r for r in app.quality_table(traces, 4.0)}
     assert rows["memetic GA"]["length"] == 8.5 and rows["memetic GA"]["% above shortest"] == 0.0
     assert rows["GA"]["% above shortest"] == pytest.approx(16.47, abs=0.01)

@@ -171,7 +171,7 @@ def test_eager_graph_and_xla_updates_agree_on_the_same_batch(images, model):
     results = []
     for wrap in (lambda f: f, tf.function, lambda f: tf.function(f, jit_compile=True)):
         gan = model.clone()
-        out = wrap(lambda r, n, l: G.update(gan, r, n, l))(real, z, labels)
+        out = wrap(lambda r, n, lab: G.update(gan, r, n, lab))(real, z, labels)
         results.append(([float(out["g_loss"]), float(out["d_loss"])], gan.weights()))
     for losses, weights in results[1:]:
         np.testing.assert_allclose(losses, results[0][0], rtol=1e-4)
@@ -231,7 +231,8 @@ def _timing(name, *times):
 def _journey_inputs(auto=True):
     S = G.STEPS
     steps = bench.Comparison([_timing(S["reload"], 1.0, 1.0, 1.0, 1.0), _timing(S["in_memory"], 0.2, 0.2, 0.2, 0.2),
-                              _timing(S["tf_ops"], 0.19, 0.2, 0.21, 0.2), _timing(S["tf_function"], 0.02, 0.02, 0.02, 0.02)],
+                              _timing(S["tf_ops"], 0.19, 0.2, 0.21, 0.2),
+                              _timing(S["tf_function"], 0.02, 0.02, 0.02, 0.02)],
                              baseline=S["reload"], params={"batch": 64})
     batches = G.Throughput(bench.Comparison([_timing("a", 0.02, 0.02), _timing("b", 0.05, 0.05),
                                              _timing("c", 0.025, 0.025)], baseline="a"),

@@ -15,7 +15,10 @@ from course_lib.problems import acrobot, cartpole, control
 def test_rollout_counts_steps_until_failure_like_a_python_loop():
     task = cartpole.CartPole()
     start = control.starts(task, 3, seed=1)
-    always_right = lambda obs: tf.ones(obs.shape[:-1], tf.int32)
+
+    def always_right(obs):
+        return tf.ones(obs.shape[:-1], tf.int32)
+
     returns, trace = control.rollout(task, always_right, start, steps=100, record=True)
     for e in range(3):
         s, n = tf.constant(start[e:e + 1]), 0
@@ -64,7 +67,10 @@ def test_fresh_starts_are_bit_identical_across_batches_chunks_and_resume(tmp_pat
 def test_fresh_starts_change_every_generation_and_the_best_is_judged_on_validation():
     ga, result = fresh_run(5)
     fitness = ga.fitness
-    key = lambda g: rng.fold_in(rng.fold_in(rng.key(3), tf.constant(g)), FITNESS_DRAW)
+
+    def key(g):
+        return rng.fold_in(rng.fold_in(rng.key(3), tf.constant(g)), FITNESS_DRAW)
+
     first, second = fitness.generation_starts(key(1)).numpy(), fitness.generation_starts(key(2)).numpy()
     np.testing.assert_array_equal(first[:1], fitness.start.numpy())  # the fixed start is kept
     assert not np.array_equal(first[1:], second[1:])

@@ -30,7 +30,8 @@ def _sizes_at_least_two(args) -> str | None:
 
 @bench.command("neuro", repeats=3, check=_sizes_at_least_two,
                quick={"sizes": [64, 256], "episodes": 2, "steps": 100},
-               options={"--sizes": {"type": int, "nargs": "+", "default": [64, 256, 1024, 4096], "help": "population sizes"},
+               options={"--sizes": {"type": int, "nargs": "+", "default": [64, 256, 1024, 4096],
+                                    "help": "population sizes"},
                         "--keras-max": {"type": int, "default": 64,
                                             "help": "largest population timed with per-individual Keras calls (their "
                                                  "time grows linearly; a rate per network does not depend on the "

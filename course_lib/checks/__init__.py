@@ -86,7 +86,8 @@ def exercises_of(lecture: str) -> list[Exercise]:
     try:
         importlib.import_module(f"course_lib.checks.lecture_{lecture}")
     except ModuleNotFoundError as exc:
-        raise ValueError(f"no exercises for lecture {lecture!r} (no module course_lib.checks.lecture_{lecture})") from exc
+        raise ValueError(f"no exercises for lecture {lecture!r} "
+                         f"(no module course_lib.checks.lecture_{lecture})") from exc
     return [ex for (lec, _), ex in sorted(_REGISTRY.items()) if lec == lecture]
 
 

@@ -50,7 +50,8 @@ def train_step_as_graph(train_step_graph, losses):
 def look_inside(spread, seen_spreads):
     assert seen_spreads, "seen_spreads is empty: standardise has not run yet"
     values = [float(s) for s in seen_spreads if hasattr(s, "numpy")]
-    assert values, "only symbolic tensors were collected (a graph's Python runs only while tracing): run the function eagerly"
+    assert values, ("only symbolic tensors were collected (a graph's Python runs only while tracing): "
+                    "run the function eagerly")
     answers.number(spread, "spread")
     assert spread == values[-1], "spread should be the last value standardise collected in seen_spreads, as a float"
     assert abs(spread - 2.0) < 1e-6, f"the spread collected is {spread}; the spread of data is 2.0"
@@ -60,7 +61,8 @@ def look_inside(spread, seen_spreads):
 
 @exercise("01", 4, "predict the graph of a Python loop",
           "Look at what lecture 01 says happens to Python code while a tf.function traces.",
-          "A Python for-loop over a Python list runs while tracing: count what each of its iterations adds to the graph.")
+          "A Python for-loop over a Python list runs while tracing: "
+          "count what each of its iterations adds to the graph.")
 def predict_graph(predicted_muls, has_while, horner, x):
     answers.number(predicted_muls, "predicted_muls", integer=True)
     assert isinstance(has_while, bool), f"has_while should be True or False, got {type(has_while).__name__}"

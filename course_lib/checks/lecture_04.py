@@ -43,11 +43,13 @@ def fast_pipeline(fast_pipeline, slow_pipeline, shards, latency):
           "An epoch holds every element once only if the shuffle buffer never mixes two epochs; keep the "
           "default that reshuffles at every iteration.")
 def shuffle_by_epochs(two_epochs):
-    assert isinstance(two_epochs, tf.data.Dataset), f"two_epochs should be a tf.data.Dataset, got {type(two_epochs).__name__}"
+    assert isinstance(two_epochs, tf.data.Dataset), \
+        f"two_epochs should be a tf.data.Dataset, got {type(two_epochs).__name__}"
     values = [int(v) for v in two_epochs]
     assert len(values) == 100, f"expected 100 elements (two epochs of 50), got {len(values)}"
     first, second = values[:50], values[50:]
-    assert sorted(first) == list(range(50)), "the first 50 elements are not every number once: an epoch leaks into the next"
+    assert sorted(first) == list(range(50)), \
+        "the first 50 elements are not every number once: an epoch leaks into the next"
     assert sorted(second) == list(range(50)), "the second epoch does not hold every number once"
     assert first != list(range(50)), "the first epoch is not shuffled"
     assert first != second, "both epochs came out in the same order"

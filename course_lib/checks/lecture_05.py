@@ -20,7 +20,8 @@ def mirrored_loop(strategy, mirrored_step, distributed, mirrored_losses, single_
     assert strategy.num_replicas_in_sync == 2, f"{strategy.num_replicas_in_sync} replica(s); use both cpus"
     assert isinstance(distributed, tf.distribute.DistributedDataset), \
         f"distributed should be the dataset distributed by the strategy, got {type(distributed).__name__}"
-    assert method.is_tf_function(mirrored_step), f"mirrored_step should be a tf.function, got {type(mirrored_step).__name__}"
+    assert method.is_tf_function(mirrored_step), \
+        f"mirrored_step should be a tf.function, got {type(mirrored_step).__name__}"
     graph = answers.run("tracing mirrored_step on a distributed batch", mirrored_step.get_concrete_function,
                         next(iter(distributed))).graph
     used = {op.device.rsplit("/", 1)[-1] for op in graph.get_operations() if op.device}
@@ -44,7 +45,8 @@ def size_batch(global_batch, learning_rate, steps_per_epoch, mirrored, n_example
         answers.number(value, name, integer=True)
     answers.number(learning_rate, "learning_rate")
     replicas = mirrored.num_replicas_in_sync
-    assert global_batch == 16 * replicas, f"a global batch of {global_batch} does not give each of the {replicas} replicas 16"
+    assert global_batch == 16 * replicas, \
+        f"a global batch of {global_batch} does not give each of the {replicas} replicas 16"
     assert abs(learning_rate - 0.01 * global_batch / 16) < 1e-12, \
         f"a learning rate of {learning_rate} does not follow the linear scaling rule from 0.01 at batch 16"
     assert steps_per_epoch == -(-n_examples // global_batch), \

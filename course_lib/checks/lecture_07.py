@@ -59,7 +59,8 @@ def study_flag(study_flag_compilations, report):
     assert isinstance(report, dict) and {"timing", "compilations"} <= set(report), \
         "report should be what xla.run_with_flags returned for the auto-clustering worker"
     timing = report["timing"]
-    assert timing.get("name") == "elementwise chain", f"the worker ran {timing.get('name')!r}, not the elementwise chain"
+    assert timing.get("name") == "elementwise chain", \
+        f"the worker ran {timing.get('name')!r}, not the elementwise chain"
     assert len(timing.get("times_s", [])) == 1, f"the worker ran {len(timing.get('times_s', []))} repeats, not 1"
     answers.number(study_flag_compilations, "study_flag_compilations", integer=True)
     assert study_flag_compilations == report["compilations"], \
@@ -68,7 +69,8 @@ def study_flag(study_flag_compilations, report):
         assert study_flag_compilations >= 1, "no compilation on a GPU machine: was --tf_xla_auto_jit=2 passed?"
     else:
         assert study_flag_compilations == 0, \
-            f"{study_flag_compilations} compilations: the flags switched on CPU auto-clustering too; use the study's flag only"
+            f"{study_flag_compilations} compilations: the flags switched on CPU auto-clustering too; " \
+            "use the study's flag only"
 
 
 @exercise("07", 4, "predict the compilations",

@@ -72,7 +72,8 @@ def one_graph(served, model, batches):
 def eager_layer_cost(variants, graph_model, overhead, us_per_layer, model, x, depth):
     names = ["eager", "tf.function"]
     method.variants_named(variants, names)
-    assert method.is_tf_function(graph_model), f"graph_model should be tf.function(model), got {type(graph_model).__name__}"
+    assert method.is_tf_function(graph_model), \
+        f"graph_model should be tf.function(model), got {type(graph_model).__name__}"
     assert method.calls(variants["eager"], model) and not method.tf_functions_in(variants["eager"]), \
         "the 'eager' variant should call model itself, no tf.function"
     assert method.calls(variants["tf.function"], graph_model), \

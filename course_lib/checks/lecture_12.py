@@ -70,7 +70,8 @@ def chunk_cost(variants, chunking, speedup, model, population, generations):
     for name, chunk in zip(names, (1, generations)):
         with mock.patch.object(model, "evolve", wraps=model.evolve) as spy:
             result = method.value_of(variants, name)
-        assert spy.call_count == 1, f"the {name!r} variant should call model.evolve once, it called it {spy.call_count} times"
+        assert spy.call_count == 1, \
+            f"the {name!r} variant should call model.evolve once, it called it {spy.call_count} times"
         assert spy.call_args.kwargs.get("chunk") == chunk, \
             f"the {name!r} variant calls model.evolve with chunk={spy.call_args.kwargs.get('chunk', 64)}"
         assert isinstance(result, evo.Result) and result.generations == generations, \

@@ -59,7 +59,8 @@ def shardable_population(shardable, odd, odd_fitness, sharded_result):
         try:
             cut = np.asarray(shardable(odd, odd_fitness, replicas))
         except Exception as exc:
-            raise AssertionError(f"shardable(odd, odd_fitness, {replicas}) raised {type(exc).__name__}: {exc}") from None
+            raise AssertionError(
+                f"shardable(odd, odd_fitness, {replicas}) raised {type(exc).__name__}: {exc}") from None
         assert len(cut) % replicas == 0 and len(cut) > len(odd) - replicas, \
             f"{replicas} replicas: {len(cut)} individuals is not the largest multiple that fits"
         index = [where.get(row.tobytes(), -1) for row in cut]

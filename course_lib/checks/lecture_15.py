@@ -26,7 +26,8 @@ def _kernel_case():
           "A kernel is stored row-major as (inputs, units), and each layer's bias follows its kernel: slice "
           "population[:, start:end] and reshape it with the population axis first.")
 def kernels(kernels_of):
-    assert callable(kernels_of), f"kernels_of should be a function (population, layout, k), got {type(kernels_of).__name__}"
+    assert callable(kernels_of), \
+        f"kernels_of should be a function (population, layout, k), got {type(kernels_of).__name__}"
     model, population, expected = _kernel_case()
     layout = neuro.Layout(model)
     for k, want in enumerate(expected):

@@ -121,7 +121,8 @@ def comparison(result: Any, names: list[str], baseline: str, repeats: int) -> be
     assert result.names == names, f"the comparison's variants should be {names}, got {result.names}"
     assert result.baseline == baseline, f"the baseline should be {baseline!r}, got {result.baseline!r}"
     for t in result.timings:
-        assert len(t.times_s) >= repeats, f"variant {t.name!r} was timed {len(t.times_s)} times; ask for repeats={repeats}"
+        assert len(t.times_s) >= repeats, \
+            f"variant {t.name!r} was timed {len(t.times_s)} times; ask for repeats={repeats}"
         assert t.first_call_s > 0, f"variant {t.name!r} has no first call timed apart"
     return result
 

@@ -450,9 +450,9 @@ class ReplicatedProgram:
         r, run_stale = best_of_replicas(best_fitness, stale, self.gen.sign)
         pop = self.gen.unpack(tf.constant(pop.reshape(-1, *pop.shape[2:]))).numpy()
         best = self.gen.unpack(tf.constant(best)).numpy()
-        return {"population": pop, "fitness": fit.reshape(-1, *fit.shape[2:]), "best": best[r], "best_fitness": best_fitness[r],
-                "stale": np.int32(run_stale), "replica_best": best, "replica_best_fitness": best_fitness,
-                "replica_stale": stale}
+        return {"population": pop, "fitness": fit.reshape(-1, *fit.shape[2:]),
+                "best": best[r], "best_fitness": best_fitness[r], "stale": np.int32(run_stale),
+                "replica_best": best, "replica_best_fitness": best_fitness, "replica_stale": stale}
 
 
 # -- reading a distributed run ----------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """cos(2πx) and log(x) from basic arithmetic, for speed and for identical bits.
 
-XLA:CPU lowers cos to one scalar libm call per element (no SIMD), and TensorFlow's own kernels compute a vectorised main part
+XLA:CPU lowers cos to one scalar libm call per element (no SIMD),
+and TensorFlow's own kernels compute a vectorised main part
 and a scalar remainder that can differ in the last bit, so a batch of rows could
 get other values than the same rows of the whole population. Range reduction plus
 a polynomial uses only +, *, / and bit casts: XLA vectorises it, and every batch

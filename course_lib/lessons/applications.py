@@ -69,7 +69,8 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     xy = np.asarray(coordinates)
     inputs = evo.Input(shape=(xy.shape[0],), dtype="int32")
     make_crossover = getattr(evo.ops, CROSSOVERS[crossover])
-    x = (make_crossover() if crossover_probability == 1.0 else make_crossover(probability=crossover_probability))(inputs)
+    x = (make_crossover() if crossover_probability == 1.0
+         else make_crossover(probability=crossover_probability))(inputs)
     x = getattr(evo.ops, MUTATIONS[mutation])(rate=mutation_rate)(x)
     local_search = (local_search,) if isinstance(local_search, evo.ops.Op) else tuple(local_search)
     if loadable and local_search:

@@ -251,7 +251,8 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
                 key = rng.fold_in(gen.root, i)
                 pop, fit = part(pop, fit, key, i + 1)
                 return i + 1, fusion.materialize(pop, key), fusion.materialize(fit, key)
-            return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]  # both: an unused one would be optimised away
+            # both: an unused one would be optimised away
+            return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]
         return lambda: run(state.population, state.fitness, count)
 
     cmp = bench.compare({name: looped(part) for name, part in parts.items()}, baseline="whole generation",

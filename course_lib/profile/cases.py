@@ -140,7 +140,8 @@ def parallel_pipeline(records: Records, batch: int = 32, read_s: float = 0.002) 
                            cycle_length=len(records.paths), num_parallel_calls=len(records.paths),
                            deterministic=False)
     parsed = raw.batch(batch, drop_remainder=True).map(
-        lambda r: images_and_labels(tf.io.parse_example(r, FEATURES), records.size), num_parallel_calls=tf.data.AUTOTUNE)
+        lambda r: images_and_labels(tf.io.parse_example(r, FEATURES), records.size),
+        num_parallel_calls=tf.data.AUTOTUNE)
     return parsed.repeat().prefetch(2)
 
 

@@ -9,7 +9,8 @@ importing the package imports no op module until a name is asked for.
 import importlib
 import pkgutil
 
-_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation"}  # public base classes, not ops
+# public base classes, not ops
+_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation"}
 
 
 def registry() -> dict[str, type]:
