@@ -18,9 +18,8 @@ duplicates aside) whose second objective is no larger, so a front is one running
 over the sorted rows, O(P log P) sorting plus O(F P log P) for F fronts, and the same ranks.
 All of it is batched tensor code that runs alike eagerly, in a graph and under XLA. NSGA-II
 needs fronts only until the survivors are filled (``until``), which late in a run is one or
-two fronts. Crowding distances sort the pool once
-per objective (O(M P log P)); the exact hypervolume sorts once in 2-D (O(P log P)) and once
-per slice in 3-D (O(P² log P)).
+two fronts. Crowding distances sort the pool once per objective (O(M P log P)); the exact
+hypervolume sorts once in 2-D (O(P log P)) and once per slice in 3-D (O(P² log P)).
 """
 
 from __future__ import annotations
