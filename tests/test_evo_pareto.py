@@ -1,7 +1,8 @@
 """course_lib.evo.pareto and NSGA2: many objectives and constraints in the engine.
 
 Ranks and crowding distances match a plain Python reference on random and tied inputs
-(duplicates, all-equal objectives, a single individual, constraints, NaN); the NSGA-II order is
+(duplicates, all-equal objectives, a single individual, constraints, NaN); two objectives, ranked
+without the dominance matrix, give the matrix's ranks to the row at every size; the NSGA-II order is
 the same eagerly, in a graph and under XLA; the hypervolume matches inclusion-exclusion in 2-D
 and 3-D; Deb's rules hold in tournaments and NSGA-II; runs with several objectives are
 bit-identical after checkpoint and resume and across batch sizes, stop on a hypervolume target,
@@ -126,6 +127,72 @@ def test_the_order_is_the_same_eager_in_a_graph_and_under_xla():
     eager = run(values).numpy()
     np.testing.assert_array_equal(tf.function(run, autograph=False)(values).numpy(), eager)
     np.testing.assert_array_equal(fusion.xla_function(run)(values).numpy(), eager)
+
+
+def two_d(p, seed, ties=None, duplicates=1, infeasible=0.0, nan=0.0):
+    """Engine values (P, 3) for two objectives: uniform, or drawn from ``ties`` integer values, each row
+    repeated ``duplicates`` times, a share ``infeasible`` of violations from {1, 2}, a share ``nan`` of NaN
+    objectives."""
+    r = np.random.default_rng(seed)
+    n = -(-p // duplicates)
+    obj = r.random((n, 2)) if ties is None else r.integers(0, ties, (n, 2)).astype(np.float64)
+    obj = np.repeat(obj, duplicates, axis=0)[:p]
+    obj = np.where(r.random((p, 2)) < nan, np.nan, obj)
+    return with_violation(obj, np.where(r.random(p) < infeasible, r.integers(1, 3, p), 0))
+
+
+TWO_D = {
+    "random 50": two_d(50, 1),
+    "random 300": two_d(300, 2),
+    "random 2000": two_d(2000, 3),
+    "ties 200": two_d(200, 4, ties=4),
+    "ties 2000": two_d(2000, 5, ties=6),
+    "duplicates": two_d(120, 6, ties=5, duplicates=3),
+    "all equal": with_violation(np.full((9, 2), 0.5)),
+    "single": with_violation([[0.3, 0.7]]),
+    "equal first objective": with_violation([[1, 3], [1, 2], [1, 2], [0, 5], [2, 1], [1, 1]]),
+    "signed zeros": with_violation([[0.0, 1.0], [-0.0, 0.5], [0.0, 0.5], [-0.0, 1.0]]),
+    "constraints": two_d(400, 7, ties=5, infeasible=0.4),
+    "all infeasible": two_d(60, 8, infeasible=1.0),
+    "nan": two_d(300, 9, ties=8, infeasible=0.2, nan=0.05),
+}
+
+
+def matrix_ranks(g, v, until=None):
+    """The dominance-matrix ranks of two objectives: a third, constant objective changes no comparison."""
+    return pareto.ranks(tf.concat([g, tf.zeros_like(g[:, :1])], 1), v, until)
+
+
+@pytest.mark.parametrize("case", TWO_D)
+def test_two_objective_ranks_match_the_matrix_and_the_plain_python_reference(case):
+    values = TWO_D[case]
+    g, v = pareto.minimise_space(tf.constant(values), SIGNS[2])
+    p = len(values)
+    if p <= 300:
+        assert pareto.ranks(g, v).numpy().tolist() == ref_ranks(*ref_clean(values.tolist(), SIGNS[2]))
+    for until in (None, 0, 1, p // 3, p // 2):
+        np.testing.assert_array_equal(pareto.ranks(g, v, until).numpy(), matrix_ranks(g, v, until).numpy())
+    top = pareto.non_dominated(g, v).numpy()
+    np.testing.assert_array_equal(top, pareto.non_dominated(tf.concat([g, tf.zeros_like(g[:, :1])], 1), v).numpy())
+    assert np.array_equal(top, (pareto.ranks(g, v).numpy() == 0) & (v.numpy() == 0))
+
+
+@pytest.mark.parametrize("case", ["random 300", "ties 2000", "duplicates", "single", "constraints", "nan"])
+def test_two_objective_ranks_are_the_same_eager_in_a_graph_and_under_xla(case):
+    values = tf.constant(TWO_D[case])
+    until = max(len(TWO_D[case]) // 2, 1)
+
+    def run(x):
+        g, v = pareto.minimise_space(x, SIGNS[2])
+        return pareto.ranks(g, v, until), pareto.non_dominated(g, v), pareto.order(x, SIGNS[2], until)[:until]
+
+    g, v = pareto.minimise_space(values, SIGNS[2])
+    want = matrix_ranks(g, v, until).numpy()
+    for fn in (run, tf.function(run, autograph=False), fusion.xla_function(run)):
+        rank, top, order = (t.numpy() for t in fn(values))
+        np.testing.assert_array_equal(rank, want)
+        np.testing.assert_array_equal(top, (want == 0) & (v.numpy() == 0))
+        np.testing.assert_array_equal(order, run(values)[2].numpy())
 
 
 def ref_hypervolume(points, ref) -> float:

@@ -10,13 +10,16 @@ Deb's rules compare two rows: a feasible row beats an infeasible one, of two inf
 the one with less violation wins, and of two feasible rows one wins when it is no worse in
 every objective and better in one (Pareto dominance).
 
-Cost: ``dominance`` is a (P, P) boolean matrix from P² M comparisons; ``ranks`` peels one
-front per ``tf.while_loop`` step, each a pass over that matrix, so a population with F fronts
-costs O(M P² + F P²) work and P² bytes, all of it batched tensor code that runs alike eagerly,
-in a graph and under XLA. NSGA-II needs fronts only until the survivors are filled
-(``until``), which late in a run is one or two fronts. Crowding distances sort the pool once
-per objective (O(M P log P)); the exact hypervolume sorts once in 2-D (O(P log P)) and once
-per slice in 3-D (O(P² log P)).
+Cost: ``dominance`` is a (P, P) boolean matrix from P² M comparisons; for three or more
+objectives ``ranks`` peels one front per ``tf.while_loop`` step, each a pass over that matrix,
+so a population with F fronts costs O(M P² + F P²) work and P² bytes. Two objectives need no
+matrix: after one lexicographic sort, a row is beaten exactly by the rows before it (its
+duplicates aside) whose second objective is no larger, so a front is one running minimum
+over the sorted rows, O(P log P) sorting plus O(F P log P) for F fronts, and the same ranks.
+All of it is batched tensor code that runs alike eagerly, in a graph and under XLA. NSGA-II
+needs fronts only until the survivors are filled (``until``), which late in a run is one or
+two fronts. Crowding distances sort the pool once per objective (O(M P log P)); the exact
+hypervolume sorts once in 2-D (O(P log P)) and once per slice in 3-D (O(P² log P)).
 """
 
 from __future__ import annotations
@@ -66,15 +69,19 @@ def beaten_by(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
 
 
 def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
-    """int32 (P,): each row's non-dominated front (0 = beaten by no row), peeled one front per step.
+    """int32 (P,): each row's non-dominated front (0 = beaten by no row), g (P, M) and v (P,) as
+    ``minimise_space`` gives them.
 
-    With ``until``, peeling stops once at least that many rows have a front; the rest get P.
-    A step finds the remaining rows that no remaining row beats: an and of the packed
+    With ``until``, fronts are assigned in order only while fewer than that many rows have one;
+    the rest get P. Two objectives take the sorted path (``_ranks_2d``); more objectives peel
+    one front per step: the remaining rows that no remaining row beats, an and of the packed
     ``beaten_by`` words with the remaining rows' words.
     """
     p = g.shape[0]
-    words = beaten_by(g, v)
     until = p if until is None else until
+    if g.shape[1] == 2:
+        return _ranks_2d(g, v, until)
+    words = beaten_by(g, v)
 
     def body(r, rank):
         remaining = rank >= p
@@ -87,8 +94,68 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     return tf.while_loop(more, body, (tf.constant(0), tf.fill([p], p)))[1]
 
 
+def _sorted_2d(g: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Two objectives sorted lexicographically: (order (P,), the second objective's dense integer
+    rank in that order, the sorted position just before each row's first duplicate, -1 at the start).
+
+    In this order every row that beats a feasible row comes before it, and of the rows before it
+    (its duplicates left out) exactly those whose second objective is no larger beat it.
+    """
+    p = g.shape[0]
+    g = tf.where(tf.equal(g, 0.0), tf.zeros_like(g), g)  # -0.0 sorts and compares as 0.0
+    by_y = tf.argsort(g[:, 1], stable=True)
+    y = tf.gather(g[:, 1], by_y)
+    y_rank = tf.cumsum(tf.cast(tf.concat([[False], tf.not_equal(y[1:], y[:-1])], 0), tf.int32))
+    then_x = tf.argsort(tf.gather(g[:, 0], by_y), stable=True)
+    o = tf.gather(by_y, then_x)
+    x, y_rank = tf.gather(g[:, 0], o), tf.gather(y_rank, then_x)
+    new = tf.concat([[True], tf.not_equal(x[1:], x[:-1]) | tf.not_equal(y_rank[1:], y_rank[:-1])], 0)
+    group = tf.cumsum(tf.cast(new, tf.int32)) - 1
+    first = tf.gather(tf.math.unsorted_segment_min(tf.range(p), group, p), group)
+    return o, y_rank, first - 1
+
+
+def _front_2d(remaining: tf.Tensor, y_rank: tf.Tensor, before: tf.Tensor) -> tf.Tensor:
+    """bool (P,) in sorted order: the ``remaining`` rows that no remaining row before them beats
+    (a running minimum of the remaining rows' second objective, P elsewhere)."""
+    p = y_rank.shape[0]
+    lowest = _cummin(tf.where(remaining, y_rank, p))
+    lowest_before = tf.where(before >= 0, tf.gather(lowest, tf.maximum(before, 0)), p)
+    return remaining & (lowest_before > y_rank)
+
+
+def _ranks_2d(g: tf.Tensor, v: tf.Tensor, until) -> tf.Tensor:
+    """``ranks`` for two objectives without the (P, P) matrix: the feasible rows' fronts one running
+    minimum each over the lexicographic order, then the infeasible rows' fronts, one per distinct
+    violation (lower first); fronts after the one that reaches ``until`` rows get P."""
+    p = g.shape[0]
+    o, y_rank, before = _sorted_2d(g)
+    feasible = tf.equal(v, 0.0)
+    feasible_o = tf.gather(feasible, o)
+
+    def body(r, rank):
+        return r + 1, tf.where(_front_2d(feasible_o & (rank >= p), y_rank, before), r, rank)
+
+    def more(r, rank):
+        return tf.reduce_any(feasible_o & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
+
+    fronts, rank_o = tf.while_loop(more, body, (tf.constant(0), tf.fill([p], p)))
+    key = tf.where(feasible, -np.inf, v)  # the feasible rows share the lowest violation level
+    by_v = tf.argsort(key, stable=True)
+    w = tf.gather(key, by_v)
+    level = tf.cumsum(tf.cast(tf.concat([[False], tf.not_equal(w[1:], w[:-1])], 0), tf.int32))
+    level = _scatter(by_v, level) - tf.cast(tf.reduce_any(feasible), tf.int32)
+    rank = tf.where(feasible, _scatter(o, rank_o), fronts + level)
+    ahead = tf.cumsum(tf.math.unsorted_segment_sum(tf.ones([p], tf.int32), rank, p + 1), exclusive=True)
+    return tf.where(tf.gather(ahead, rank) < until, rank, p)
+
+
 def non_dominated(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
     """bool (P,): the feasible rows that no row beats."""
+    if g.shape[1] == 2:
+        o, y_rank, before = _sorted_2d(g)
+        top = _front_2d(tf.gather(tf.equal(v, 0.0), o), y_rank, before)
+        return tf.cast(_scatter(o, tf.cast(top, tf.int32)), tf.bool)
     return tf.equal(v, 0.0) & ~tf.reduce_any(tf.not_equal(beaten_by(g, v), 0), axis=1)
 
 
@@ -159,8 +226,9 @@ def _hv2(q: tf.Tensor, ref: tf.Tensor) -> tf.Tensor:
 def _cummin(y: tf.Tensor) -> tf.Tensor:
     """Running minimum along the last axis, by doubling (log2 P steps of elementwise minima)."""
     n, shift = y.shape[-1], 1
+    top = np.inf if y.dtype.is_floating else y.dtype.max
     while shift < n:
-        pad = tf.fill(tf.concat([tf.shape(y)[:-1], [shift]], 0), tf.constant(np.inf, y.dtype))
+        pad = tf.fill(tf.concat([tf.shape(y)[:-1], [shift]], 0), tf.constant(top, y.dtype))
         y = tf.minimum(y, tf.concat([pad, y[..., :-shift]], -1))
         shift *= 2
     return y

@@ -155,10 +155,11 @@ class NSGA2(Selection):
     """mu + lambda by NSGA-II: parents and children ranked by Deb's rules into non-dominated fronts,
     within a front by crowding distance (larger first), the best ``n`` kept.
 
-    One batched tensor program over the pool (``course_lib.evo.pareto``): O(M P²) comparisons for
-    the dominance matrix of a pool of P with M objectives, then one pass over it per front until
-    ``n`` rows are ranked; no random numbers. A single objective works too (Deb's rules, then
-    the objective).
+    One batched tensor program over the pool (``course_lib.evo.pareto``): for a pool of P with
+    M >= 3 objectives, O(M P²) comparisons for the dominance matrix, then one pass over it per
+    front until ``n`` rows are ranked; for two objectives, one lexicographic sort and one running
+    minimum per front (O(P log P) each), the same ranks; no random numbers. A single objective
+    works too (Deb's rules, then the objective).
     """
 
     pool = "both"
