@@ -66,9 +66,12 @@ def test_a_tensor_argument_does_not_retrace():
 
 
 def test_a_sleeping_tf_data_stage_shows_input_waiting():
-    dataset = tf.data.Dataset.range(10_000).apply(cases.storage_latency(0.02))
-    batches = iter(dataset)
-    trace = profile.capture(lambda: next(batches), steps=K)
+    records = cases.write_records(n_files=1, per_file=4)
+    batches = iter(cases.read_slowly(records.paths[0], 0.02).repeat())
+    try:
+        trace = profile.capture(lambda: next(batches), steps=K)
+    finally:
+        records.cleanup()
     h = profile.hypothesis(trace)
     assert h.bottleneck == "input" and h.breakdown.share("input") > 0.5
     assert "waits for input" in h.sentence

@@ -27,7 +27,8 @@ def stop_retracing(fixed_program):
           "Profile the loop over `slow_pipeline` and read the step breakdown: what does the step thread wait "
           "for, and what does the pipeline's source do one thing at a time?",
           "Read the files at once (interleave with num_parallel_calls), parse whole batches "
-          "(batch, then tf.io.parse_example) and end with prefetch; keep batches of 32 (images, labels).")
+          "(batch, then tf.io.parse_example), end with prefetch; and remember lecture 04's thread pool: "
+          "reads that wait need more threads than the machine has cores.")
 def fast_input(fast_pipeline, records):
     dataset = answers.run("fast_pipeline(records)", fast_pipeline, records)
     images, labels = answers.run("taking a batch", lambda: next(iter(dataset)))

@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from course_lib import graphs
+from course_lib import data, graphs
 from course_lib.models import gan as gan_lib
 
 Builder = Callable[..., Callable[[], Any]]
@@ -107,15 +107,14 @@ def write_records(n_files: int = 16, per_file: int = 16, size: int = 28, seed: i
     return Records(folder, paths, per_file, size)
 
 
-def storage_latency(read_s: float) -> Callable[[tf.data.Dataset], tf.data.Dataset]:
-    """Hold each record ``read_s`` seconds, as reading it from remote storage would (simulated).
+def read_slowly(path, read_s: float) -> tf.data.Dataset:
+    """One TFRecord file whose every record arrives ``read_s`` seconds late, as from remote storage.
 
-    tf.data's own test transformation sleeps in C++ on the thread that reads the record, so parallel
-    reads overlap their waits as real ones would, without Python's lock.
+    The wait is lecture 04's simulated read (``data.read_shard``): a sleep on the tf.data thread that
+    reads the record, which releases the interpreter's lock, so parallel reads overlap their waits as
+    real ones would.
     """
-    from tensorflow.python.data.experimental.ops import testing
-
-    return testing.sleep(int(read_s * 1e6))
+    return data.read_shard(path, data.Latency(open_s=0.0, record_s=read_s, map_s=0.0))
 
 
 def images_and_labels(parsed: dict, size: int):
@@ -128,21 +127,24 @@ def images_and_labels(parsed: dict, size: int):
 def sequential_pipeline(records: Records, batch: int = 32, read_s: float = 0.002) -> tf.data.Dataset:
     """The pipeline as found: the files read one after another, each record parsed alone, nothing ahead."""
     files = tf.data.Dataset.from_tensor_slices(records.paths)
-    raw = files.flat_map(tf.data.TFRecordDataset).apply(storage_latency(read_s))
+    raw = files.flat_map(lambda p: read_slowly(p, read_s))
     parsed = raw.map(lambda r: images_and_labels(tf.io.parse_single_example(r, FEATURES), records.size))
     return parsed.batch(batch, drop_remainder=True).repeat()
 
 
 def parallel_pipeline(records: Records, batch: int = 32, read_s: float = 0.002) -> tf.data.Dataset:
-    """The fix: all files read at once, whole batches parsed in one op, the next batches made ahead."""
+    """The fix: all files read at once (on a thread pool with one thread per file, since the reads wait
+    rather than compute), whole batches parsed in one op, the next batches made ahead."""
     files = tf.data.Dataset.from_tensor_slices(records.paths)
-    raw = files.interleave(lambda p: tf.data.TFRecordDataset(p).apply(storage_latency(read_s)),
+    raw = files.interleave(lambda p: read_slowly(p, read_s),
                            cycle_length=len(records.paths), num_parallel_calls=len(records.paths),
                            deterministic=False)
     parsed = raw.batch(batch, drop_remainder=True).map(
         lambda r: images_and_labels(tf.io.parse_example(r, FEATURES), records.size),
         num_parallel_calls=tf.data.AUTOTUNE)
-    return parsed.repeat().prefetch(2)
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = len(records.paths)  # the reads wait, they do not compute
+    return parsed.repeat().prefetch(2).with_options(options)
 
 
 def classifier_step(dataset: tf.data.Dataset, size: int = 28, seed: int = 0) -> Callable[[], Any]:
