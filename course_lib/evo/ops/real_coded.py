@@ -33,6 +33,13 @@ def _eta(op: str, eta) -> float:
 class _Bounded:
     """Bounds shared by the real-coded ops: checked against the genome, broadcast as tensors."""
 
+    @classmethod
+    def example(cls, length):
+        return cls(low=-5.0, high=5.0)
+
+    def check(self, *specs):
+        return self.check_bounds(super().check(*specs))
+
     def check_bounds(self, spec):
         self.require(spec, "float")
         for name, b in (("low", self.low), ("high", self.high)):
@@ -70,13 +77,6 @@ class SimulatedBinaryCrossover(_Bounded, Mating):
         self.low, self.high = _bounds(type(self).__name__, low, high)
         self.eta = _eta(type(self).__name__, eta)
         self.gene_rate = check_rate(type(self).__name__, gene_rate, "gene_rate")
-
-    @classmethod
-    def example(cls, length):
-        return cls(low=-5.0, high=5.0)
-
-    def check(self, *specs):
-        return self.check_bounds(super().check(*specs))
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
@@ -119,13 +119,6 @@ class PolynomialMutation(_Bounded, Op):
         self.low, self.high = _bounds(type(self).__name__, low, high)
         self.eta = _eta(type(self).__name__, eta)
         self.rate = None if rate is None else check_rate(type(self).__name__, rate)
-
-    @classmethod
-    def example(cls, length):
-        return cls(low=-5.0, high=5.0)
-
-    def check(self, *specs):
-        return self.check_bounds(super().check(*specs))
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
