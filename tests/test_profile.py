@@ -45,8 +45,11 @@ def test_breakdown_shares_add_up_and_the_function_shows(known_trace):
         assert total == pytest.approx(step.duration_us, rel=1e-6)
         assert 0 <= part["idle"] <= step.duration_us
     assert b.share("function") > 0
-    with pytest.raises(ValueError, match="unknown category"):
-        b.share("waiting")
+    function_us = sorted(p["function"] for p in b.parts)
+    assert b.median_ms("function") == pytest.approx(function_us[K // 2] / 1e3) and K % 2 == 1
+    for read in (b.share, b.median_ms):
+        with pytest.raises(ValueError, match="unknown category"):
+            read("waiting")
 
 
 def test_a_retracing_function_shows_its_traces():

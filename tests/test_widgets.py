@@ -34,6 +34,20 @@ def test_run_headless_returns_comparison_and_updates_display():
     assert "<table>" in w.report().data
 
 
+def test_in_turns_interleaves_the_timed_calls():
+    calls = []
+
+    def builder(name):
+        return lambda n: (lambda: calls.append(name))
+
+    w = SpeedupWidget({"a": builder("a"), "b": builder("b")}, sizes={"n": [1]}, repeats=3, in_turns=True)
+    result = w.run()
+    assert result.names == ["a", "b"] and all(len(result[n].times_s) == 3 for n in "ab")
+    # first calls, one warm-up round, then three rounds, each starting one variant later
+    assert "".join(calls) == "ab" + "ab" + "ab" + "ba" + "ab"
+    assert w.progress.value == 2 and len(w.chart.outputs) == 1
+
+
 def test_run_from_controls_uses_checkboxes_and_sliders():
     w, _ = make_widget()
     w.checkboxes["len"].value = False

@@ -84,9 +84,16 @@ class Breakdown:
 
     def share(self, category: str) -> float:
         """The fraction of all the steps' time in ``category`` (one of ``CATEGORIES`` or ``idle``)."""
+        return sum(self._per_step_us(category)) / sum(s.duration_us for s in self.steps)
+
+    def median_ms(self, category: str) -> float:
+        """Milliseconds per step in ``category``, the median over the steps (one slow step does not move it)."""
+        return float(np.median(self._per_step_us(category))) / 1e3
+
+    def _per_step_us(self, category: str) -> list[float]:
         if category not in CATEGORIES + ("idle",):
             raise ValueError(f"unknown category {category!r}; choose one of: {', '.join(CATEGORIES)}, idle")
-        return sum(p[category] for p in self.parts) / sum(s.duration_us for s in self.steps)
+        return [p[category] for p in self.parts]
 
     @property
     def dominant(self) -> str:
