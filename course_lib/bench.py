@@ -215,7 +215,7 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, ratio_text(sp))
+        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, speedup_text(sp))
                 for name, first, med, spread, sp in self.rows()]
         return (header + text_table(self.COLUMNS, rows)
                 + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})")
@@ -225,7 +225,7 @@ class Comparison:
         body = []
         for name, first, med, spread, sp in self.rows():
             body.append(f"<tr><td>{html.escape(name)}</td><td>{first:.3g}</td><td>{med:.3g}</td>"
-                        f"<td>{spread}</td><td><b>{ratio_text(sp)}</b></td></tr>")
+                        f"<td>{spread}</td><td><b>{speedup_text(sp)}</b></td></tr>")
         caption = html.escape(self.title) if self.title else ""
         return (f"<table><caption>{caption}</caption><tr>{head}</tr>{''.join(body)}</table>"
                 f"<p><small>baseline: {html.escape(self.baseline)}; "
@@ -237,14 +237,18 @@ class Comparison:
         return speedup_bars(self, ax=ax)
 
 
-def ratio_text(ratio: float) -> str:
-    """A speedup as a reader can read it: "2.31x", "0.25x", and "226x slower" where "0.00x" would hide it."""
-    def number(x: float) -> str:
-        return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+def _times(x: float) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
-    if ratio >= 0.1:
-        return f"{number(ratio)}x"
-    return f"{number(1 / ratio)}x slower"
+
+def ratio_text(ratio: float) -> str:
+    """A factor as a reader can read it: "2.31x", "0.25x", and "226x slower" where "0.00x" would hide it."""
+    return _times(ratio) if ratio >= 0.1 else f"{_times(1 / ratio)} slower"
+
+
+def speedup_text(speedup: float) -> str:
+    """A speedup column's cell, one notation for every row: "2.31x" when faster, "4.49x slower" when not."""
+    return _times(speedup) if speedup >= 1 else f"{_times(1 / speedup)} slower"
 
 
 @dataclass

@@ -30,6 +30,7 @@ SETTING = "IPKernelApp.outstream_class"
 CLASS = "course_lib.kernel.OutStream"
 ARGUMENTS = [f"--{SETTING}={CLASS}"]
 GPU_ENV = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+INLINE = "module://matplotlib_inline.backend_inline"  # Jupyter's inline backend: figures become outputs
 CONFIG = (f"c.{SETTING} = {CLASS!r}  # course_lib.kernel: TensorFlow's C++ log stays out of notebooks\n"
           "import os\n"
           + "".join(f"os.environ.setdefault({k!r}, {v!r})  # course_lib.kernel: GPU memory grows as used\n"
@@ -58,13 +59,15 @@ def write_config(folder: str | Path | None = None) -> Path:
 
 def logged_kernels(log) -> type:
     """A kernel manager class whose kernels write their stdout and stderr (TensorFlow's C++ log) to ``log``,
-    an open file: the runner's per-lecture log, or ``os.devnull`` where nobody reads it; and whose
-    environment has ``GPU_ENV``."""
+    an open file: the runner's per-lecture log, or ``os.devnull`` where nobody reads it; whose
+    environment has ``GPU_ENV``; and whose figures are drawn into the notebook (``INLINE``), whatever
+    backend the calling shell chose for its own scripts (``MPLBACKEND=Agg`` would leave an executed
+    notebook without its charts)."""
     from jupyter_client import AsyncKernelManager
 
     class LoggedKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
-            env = {**GPU_ENV, **kw.pop("env", os.environ)}
+            env = {**GPU_ENV, **kw.pop("env", os.environ), "MPLBACKEND": INLINE}
             return await super().start_kernel(**dict(kw, env=env, stdout=log, stderr=log))
 
     return LoggedKernelManager

@@ -118,6 +118,11 @@ def test_ratio_text_stays_readable_at_both_ends():
     assert bench.ratio_text(1234.0) == "1,234x"
 
 
+def test_a_speedup_column_writes_every_slower_row_the_same_way():
+    assert [bench.speedup_text(r) for r in (2.314, 1.0, 1 / 1.58, 0.223, 1 / 226)] == [
+        "2.31x", "1x", "1.58x slower", "4.48x slower", "226x slower"]
+
+
 # -- the `course bench` skeleton ------------------------------------------------------------------
 
 @bench.command("toy-bench", repeats=4, quick={"size": 2, "repeats": 1},

@@ -31,6 +31,7 @@ def course(tmp_path):
         nbformat.v4.new_code_cell("import os, sys\nos.write(2, b'E0000 fake.cc:1] a C++ log line\\n')\n"
                                   "os.write(1, b'C-level stdout, as tf.print writes\\n')\n"
                                   "print('Python stderr', file=sys.stderr)"),
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);"),
         tagged("print('N is', N, NAME, FAST)", "key-result"),
     ])
     write_nb(folder / "01_broken.ipynb", [
@@ -55,6 +56,8 @@ def test_runner_executes_with_parameters_and_names_failures(course, tmp_path, mo
     # C-level stdout (tf.print) and Python's stderr still reach the reader.
     shown = {(o["name"], o["text"]) for o in executed.cells[2].outputs}
     assert shown == {("stdout", "C-level stdout, as tf.print writes\n"), ("stderr", "Python stderr\n")}
+    # the chart is saved in the notebook even where the caller's shell draws off-screen (conftest: Agg)
+    assert any("image/png" in o.get("data", {}) for o in executed.cells[3].outputs)
     assert ok.log == out / "logs" / "notebooks-00_ok.log"
     assert "E0000 fake.cc:1] a C++ log line" in ok.log.read_text()
 
