@@ -276,7 +276,7 @@ def shares_buffer(tensor, device: str) -> tuple[str, bool]:
     return short_name(moved.device), on_cpus and _address(moved) == _address(tensor)
 
 
-@dataclass
+@dataclass(repr=False)
 class Transfers:
     """How long each way of moving a tensor took at two sizes, and what that says.
 
@@ -293,7 +293,8 @@ class Transfers:
         (small, large), (t_small, t_large) = row["sizes_mb"], row["seconds"]
         return t_large / t_small > (large / small) ** 0.5
 
-    def table(self) -> str:
+    def summary(self) -> list[dict]:
+        """One dict of display strings per move: both times, whether bytes were copied, the rate."""
         def cell(seconds):
             return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
 
@@ -303,11 +304,20 @@ class Transfers:
             out.append({"move": r["move"], f"{small:g} MiB": cell(t_small), f"{large:g} MiB": cell(t_large),
                         "bytes copied": "yes" if self.copies(r) else "no",
                         "GB/s": f"{large * 2**20 / t_large / 1e9:.3g}" if self.copies(r) else ""})
+        return out
+
+    def table(self) -> str:
+        """The summary as an HTML table."""
         from course_lib import bench
-        return bench.table(out)
+        return bench.table(self.summary())
 
     def _repr_html_(self) -> str:
         return self.table()
+
+    def __repr__(self) -> str:
+        from course_lib import bench
+        rows = self.summary()
+        return bench.text_table(list(rows[0]) if rows else ["move"], [list(r.values()) for r in rows])
 
     def verdicts(self):
         """One sentence per move, read from the timings (Markdown in a notebook)."""

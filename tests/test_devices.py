@@ -176,6 +176,9 @@ def test_transfers_read_a_copy_from_time_growing_with_size():
     assert "copy: a copy" in text and "10.5 GB/s" in text
     assert "no GPU on this machine" in text
     assert "<td>no</td>" in t.table() and "<td>yes</td>" in t.table()
+    lines = repr(t).splitlines()
+    assert lines[0].split() == ["move", "1", "MiB", "64", "MiB", "bytes", "copied", "GB/s"]
+    assert lines[1].split()[-1] == "no" and lines[2].split()[-2:] == ["yes", "10.5"]
 
 
 def test_transfer_costs_time_every_move_at_both_sizes():

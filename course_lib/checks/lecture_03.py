@@ -28,8 +28,8 @@ def place_and_prove(product, product_device, m):
 
 @exercise("03", 2, "an impossible placement, made loud",
           "Look at lecture 03's section on soft placement: what happens to an op pinned to a missing device?",
-          "Turn soft placement off only for a with block (the course has a context manager for it), pin the "
-          "product to the missing GPU inside it and catch TensorFlow's error.")
+          "A missing device is an error only where TensorFlow may not fall back to another one; lecture 03 "
+          "shows how to forbid that for a while, and the error surfaces when the op runs.")
 def impossible_placement(error_message):
     assert error_message, "no error was caught: is soft placement off inside the block?"
     assert isinstance(error_message, str), f"store str(exc), got {type(error_message).__name__}"
@@ -67,11 +67,11 @@ def predict_soft_placement(predicted_device, m):
 
 @exercise("03", 5, "measure what hopping between devices costs",
           "Look at lecture 03's section on the cost of moving data between devices.",
-          "Both functions do the same updates of x; in one all of them run on /CPU:0, in the other they "
-          "alternate between /CPU:0 and /CPU:1 (even steps on CPU:0), and each returns its result.")
+          "Let the two functions differ only in where each step runs, so that the gap between their times "
+          "is what the moves cost; that gap is spread over every step.")
 def hop_cost(variants, comparison, extra_ms_per_step, x, steps):
     method.variants_named(variants, ["stay", "hop"])
-    expected = np.asarray(x) * 0.999 ** steps
+    expected = np.asarray(x) * 0.999 ** steps  # the notebook's update scales by 0.999
     for name, device in [("stay", "CPU:0"), ("hop", "CPU:1" if steps % 2 == 0 else "CPU:0")]:
         result = answers.run(f"the {name!r} variant", variants[name])
         method.same(result, expected, f"the {name!r} variant", rtol=1e-4)

@@ -15,9 +15,9 @@ def _result(value, name: str) -> evo.Result:
 
 
 @exercise("10", 1, "subset-sum fitness",
-          "A genome's chosen sum is a dot product of its 0/1 genes with NUMBERS; do it for all genomes at once.",
-          "Cast the genes to float32, take a matrix-vector product with NUMBERS, and return the absolute "
-          "difference from TARGET.")
+          "A genome's 0/1 genes weigh NUMBERS: its chosen sum is a weighted sum, and a whole population of "
+          "weighted sums is one linear-algebra operation.",
+          "TensorFlow does not mix integer genes with float numbers in one op, and a distance is never negative.")
 def subset_sum_fitness(subset_sum, numbers, target):
     numbers = np.asarray(numbers)
     pop = evo.population.random_integers((64, numbers.shape[0]), low=0, high=2, seed=5)
@@ -54,8 +54,8 @@ def evolve_exact_subset(result, numbers, target, generations):
 @exercise("10", 3, "what compiling buys",
           "Compile two copies of the model with different mode= values; bench.compare times functions that "
           "call their evolve.",
-          "Each variant returns the Result of evolving start for GENERATIONS; speedup reads the 'graph' "
-          "variant's ratio from the same comparison (Comparison.speedup).")
+          "Let each variant return what evolve returns, so the checker can see its mode; a comparison already "
+          "knows each variant's ratio to its baseline, so speedup needs no second timing.")
 def what_compiling_buys(variants, compiled, speedup, generations):
     names = ["eager", "graph"]
     method.variants_named(variants, names)
@@ -74,7 +74,8 @@ def what_compiling_buys(variants, compiled, speedup, generations):
 
 @exercise("10", 4, "predict the untouched children",
           "BitFlipMutation decides for every gene of every genome on its own, with probability rate.",
-          "A child is untouched when none of its 32 genes flips: each gene stays with probability 1 - rate.")
+          "A genome is untouched only when every one of its genes escapes the flip, and the genes decide "
+          "independently of each other.")
 def untouched_children(untouched_share, rate, genes):
     assert isinstance(untouched_share, (float, np.floating)) and 0 <= untouched_share <= 1, \
         f"untouched_share should be a share between 0 and 1, got {untouched_share!r}"
