@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from course_lib import profile
 from course_lib.profile import cases
+from course_lib.profile.trace import HOST_PLANE, Event, Step, Trace
 
 K = 3  # profiled steps
 OPS = ("AddV2", "Mul", "Maximum", "Sum")
@@ -58,7 +59,48 @@ def test_a_retracing_function_shows_its_traces():
     trace = profile.capture(lambda: f(tf.ones([4]), next(counter)), steps=K)
     counts = profile.counters(trace)
     assert counts.retraces == K and sum(counts.calls.values()) == K
-    assert profile.step_breakdown(trace).share("tracing") > 0
+    building = sum(e.duration_us for e in trace.events if e.name == "tf.function-graph_building")
+    steps_us = sum(s.duration_us for s in trace.steps)
+    # the tracing share also counts readying each new graph, which happens outside the building event
+    assert profile.step_breakdown(trace).share("tracing") > building / steps_us > 0
+
+
+def synthetic(*events):
+    """A one-step trace on thread "main" from (name, start, end) triples, nested as the reader nests them."""
+    evs = [Event(HOST_PLANE, "main", name, lo, hi - lo)
+           for name, lo, hi in [("step", 0, 100)] + list(events)]
+    evs[0].stats["step_num"] = 0
+    for i, e in enumerate(evs[1:], 1):
+        enclosing = [j for j in range(i) if evs[j].start_us <= e.start_us and e.end_us <= evs[j].end_us]
+        e.parent = enclosing[-1] if enclosing else -1
+    return Trace(None, evs, [Step(0, 0.0, 100.0, "main")])
+
+
+def test_readying_a_graph_before_it_runs_counts_as_tracing():
+    trace = synthetic(("EagerLocalExecute: __inference_f_7", 10, 90), ("EagerKernelExecute", 40, 90),
+                      ("f:MatMul", 50, 80))
+    part = profile.step_breakdown(trace).parts[0]
+    assert part["tracing"] == pytest.approx(30) and part["function"] == pytest.approx(50)
+    assert part["python"] == pytest.approx(20) and part["idle"] == pytest.approx(70)
+    assert profile.counters(trace).retraces == 0  # retraces are tf.function calls that traced, not spans
+
+
+def test_a_function_share_below_the_bar_points_at_the_next_category():
+    trace = synthetic(("EagerLocalExecute: __inference_f_7", 0, 60), ("EagerKernelExecute", 0, 60),
+                      ("f:MatMul", 0, 60))
+    h = profile.hypothesis(trace)
+    assert h.bottleneck == "function" and "next largest share is python (40%" in h.sentence
+    assert "arithmetic" not in h.sentence
+    whole = profile.hypothesis(synthetic(("EagerLocalExecute: __inference_f_7", 0, 95),
+                                         ("EagerKernelExecute", 0, 95), ("f:MatMul", 0, 95)))
+    assert "MatMul leads the op time with 100%" in whole.sentence and "arithmetic" in whole.sentence
+
+
+def test_text_tables_keep_their_headers_apart(known_trace):
+    header = repr(profile.step_breakdown(known_trace)).splitlines()[0]
+    assert "tracing %  function %" in header
+    ops = repr(profile.op_stats(known_trace)).splitlines()
+    assert "% of steps  % of op time" in ops[0] and len(ops) == len(profile.op_stats(known_trace).rows) + 1
 
 
 def test_a_tensor_argument_does_not_retrace():

@@ -13,8 +13,8 @@ MAX_INPUT_SHARE = 1 / 3  # the pipeline as found waits most of each step; a fixe
 
 @exercise("16", 1, "stop the retracing the trace shows",
           "Profile `program` and read the counters: which function traces, and on which argument?",
-          "A Python number is part of a tf.function's signature; pass the scale as a tensor, and keep "
-          "calling the traced step.")
+          "A tf.function keeps one graph per signature of its arguments: for a tensor that is its dtype and "
+          "shape, for a Python number its value. Which argument of the step changes on every call?")
 def stop_retracing(fixed_program):
     trace = answers.run("profiling fixed_program", profile.capture, fixed_program, steps=STEPS)
     counts = profile.counters(trace)
@@ -26,9 +26,9 @@ def stop_retracing(fixed_program):
 @exercise("16", 2, "input waiting below a third of the step",
           "Profile the loop over `slow_pipeline` and read the step breakdown: what does the step thread wait "
           "for, and what does the pipeline's source do one thing at a time?",
-          "Read the files at once (interleave with num_parallel_calls), parse whole batches "
-          "(batch, then tf.io.parse_example), end with prefetch; and remember lecture 04's thread pool: "
-          "reads that wait need more threads than the machine has cores.")
+          "Three things in slow_pipeline happen one at a time: the files are read one after another, each "
+          "record is parsed alone, and nothing is made while the step trains. Lecture 04 removes each; "
+          "reads that wait rather than compute can use more threads than the machine has cores.")
 def fast_input(fast_pipeline, records):
     dataset = answers.run("fast_pipeline(records)", fast_pipeline, records)
     images, labels = answers.run("taking a batch", lambda: next(iter(dataset)))
@@ -44,8 +44,8 @@ def fast_input(fast_pipeline, records):
 
 @exercise("16", 3, "which op type leads after the fix",
           "Profile your fixed program and look at the op table (profile.op_stats).",
-          "The first row of the op table is the op type with the most self time; name it exactly as the "
-          "table spells it.")
+          "The name depends on the kernels your TensorFlow ran (oneDNN's carry a `_Mkl` prefix, lecture 06), "
+          "so take it from your own trace, not from the lecture's.")
 def leading_op(trace, leading_op_type):
     assert isinstance(trace, profile.Trace), f"trace should be a profile.Trace (profile.capture), got " \
                                              f"{type(trace).__name__}"

@@ -3,10 +3,12 @@
 In the manner of TensorBoard's input-pipeline analysis, but computed here from the trace's events.
 Each instant of a step on its thread goes to the first category that covers it, in this order:
 ``input`` (waiting in tf.data's ``IteratorGetNext``, on any thread), ``compile`` (XLA compiling),
-``tracing`` (a ``tf.function`` building its graph), ``function`` (running a traced function),
-``eager`` (dispatching ops one by one) and ``python`` (none of these: the interpreter running the
-program's own code, or anything else outside TensorFlow). ``idle`` is measured apart: the share of
-the step during which no op ran on any thread or device, whatever the step thread was doing.
+``tracing`` (a ``tf.function`` building its graph, and the runtime readying a traced graph before it
+runs: optimising and instantiating a new one, looking up a known one), ``function`` (running a traced
+function), ``eager`` (dispatching ops one by one) and ``python`` (the step thread in none of these:
+the program's own Python, or libraries it calls outside TensorFlow such as NumPy). ``idle`` is
+measured apart: the share of the step during which no op ran on any thread or device, whatever the
+step thread was doing.
 """
 
 from __future__ import annotations
@@ -39,6 +41,15 @@ def _category(e: Event, step: Step) -> str | None:
     return None
 
 
+def _readying(trace: Trace, e: Event, step: Step) -> tuple[float, float] | None:
+    """For the graph run (``EagerKernelExecute``) of a traced function's execution on the step thread, the
+    span from the execution's start to the run's: the runtime readying the graph (``kinds.is_kernel_run``)."""
+    if e.thread != step.thread or e.parent < 0 or not kinds.is_kernel_run(e):
+        return None
+    execution = trace.events[e.parent]
+    return (execution.start_us, e.start_us) if kinds.is_function_execution(execution) else None
+
+
 def _covered(intervals: list[tuple[float, float]], points: np.ndarray) -> np.ndarray:
     """Which of ``points`` fall inside any of ``intervals``."""
     mask = np.zeros(len(points), bool)
@@ -59,6 +70,9 @@ def split_step(trace: Trace, step: Step) -> dict[str, float]:
         c = _category(e, step)
         if c is not None:
             spans[c].append((lo, hi))
+        readying = _readying(trace, e, step)
+        if readying is not None:
+            spans["tracing"].append((max(readying[0], step.start_us), min(readying[1], step.end_us)))
         if kinds.op_type(e) is not None:
             busy.append((lo, hi))
     edges = np.unique([step.start_us, step.end_us] + [x for s in spans.values() for iv in s for x in iv]
@@ -119,11 +133,10 @@ class Breakdown:
         return table(self.rows)
 
     def __repr__(self) -> str:
-        cols = list(self.rows[0]) if self.rows else []
-        lines = ["".join(f"{c:>11}" for c in cols)]
-        lines += ["".join(f"{v:>11.1f}" if isinstance(v, float) else f"{v:>11}" for v in r.values())
-                  for r in self.rows]
-        return "\n".join(lines)
+        from course_lib.bench import text_table
+        rows = self.rows
+        return text_table(list(rows[0]) if rows else ["step"],
+                          [[f"{v:.1f}" if isinstance(v, float) else v for v in r.values()] for r in rows])
 
 
 def step_breakdown(trace: Trace) -> Breakdown:

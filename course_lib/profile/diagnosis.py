@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course_lib.profile.breakdown import Breakdown, step_breakdown
+from course_lib.profile.breakdown import CATEGORIES, Breakdown, step_breakdown
 from course_lib.profile.counters import Counters, counters
 from course_lib.profile.ops import OpTable, op_stats
 from course_lib.profile.trace import Trace
+
+ARITHMETIC_SHARE = 0.8  # traced functions' share of the step from which the rest is not worth reading first
 
 
 @dataclass
@@ -50,20 +52,27 @@ def hypothesis(trace: Trace) -> Hypothesis:
                 "parse whole batches, prefetch)")
     elif cat == "tracing":
         names = ", ".join(sorted(c.traces)) or "a function"
-        text = (f"{share:.0%} of each step builds graphs: {c.retraces} retraces of {names} in {steps} steps; "
-                "give the function arguments that keep its signature (tensors, not new Python values)")
+        text = (f"{share:.0%} of each step makes graphs (tracing the Python function, then optimising and "
+                f"instantiating the new graph): {c.retraces} retraces of {names} in {steps} steps; give the "
+                "function arguments that keep its signature (tensors, not new Python values)")
     elif cat == "compile":
         text = (f"{share:.0%} of each step compiles with XLA: {c.xla_compilations} compilations in {steps} "
                 "steps; keep the shapes and Python arguments the compiled function sees the same")
     elif cat == "python":
-        text = (f"{share:.0%} of each step runs no TensorFlow on the step thread: the time goes to the "
-                "program's own Python between the ops; find what that Python does every step, and do it "
-                "once, or in TensorFlow")
+        text = (f"{share:.0%} of each step is spent on the step thread outside TensorFlow, in the program's "
+                "own Python or libraries it calls (NumPy, file reads), which no op table names; find what the "
+                "program does there every step, and do it once, or in TensorFlow")
     elif cat == "eager":
         text = (f"{share:.0%} of each step dispatches ops one at a time ({_per_step(c.eager_ops, steps)} eager "
                 "ops per step): trace the step into one tf.function")
     else:
         lead = ops.leader if ops.rows else "no op"
         text = (f"{share:.0%} of each step runs inside traced functions, and {lead} leads the op time with "
-                f"{ops.share(lead, of='op time'):.0%} of it: what remains is the ops' own arithmetic")
+                f"{ops.share(lead, of='op time'):.0%} of it")
+        if share >= ARITHMETIC_SHARE:
+            text += ": what remains is mostly the ops' own arithmetic"
+        else:
+            runner_up = max((k for k in CATEGORIES if k != cat), key=b.share)
+            text += (f"; the next largest share is {runner_up} ({b.share(runner_up):.0%} of each step), "
+                     "worth reading before the ops")
     return Hypothesis(cat, share, text, b, c, ops)

@@ -60,9 +60,24 @@ def is_tracing(event: Event) -> bool:
     return event.name == "tf.function-graph_building"
 
 
+def is_function_execution(event: Event) -> bool:
+    """The eager runtime executing a traced function (``EagerLocalExecute: __inference_...``)."""
+    return event.name.startswith(_EAGER + "__inference")
+
+
+def is_kernel_run(event: Event) -> bool:
+    """The eager runtime running a kernel it has ready; inside a function's execution, the graph running.
+
+    What its parent function execution did before it is readying the graph: for a graph not seen before,
+    optimising it (Grappler) and instantiating it (placing, partitioning, creating its executor and kernels),
+    which no event of its own marks; for a known graph, a cache lookup.
+    """
+    return event.name == "EagerKernelExecute"
+
+
 def is_function_call(event: Event) -> bool:
     """A call of a traced function: the Python ``tf.function`` call or its execution."""
-    return ("tf_function_call" in event.stats or event.name.startswith(_EAGER + "__inference")
+    return ("tf_function_call" in event.stats or is_function_execution(event)
             or event.name == "ExecutorState::Process")
 
 

@@ -57,10 +57,10 @@ class OpTable:
         return table(self.rows)
 
     def __repr__(self) -> str:
-        lines = [f"{self.by:<40} {'where':<8} {'calls':>6} {'self ms':>9} {'% of steps':>10} {'% of ops':>9}"]
-        lines += [f"{r[self.by][:40]:<40} {r['where']:<8} {r['calls']:>6} {r['self (ms)']:>9.3f} "
-                  f"{r['% of steps']:>10.1f} {r['% of op time']:>9.1f}" for r in self.rows]
-        return "\n".join(lines)
+        from course_lib.bench import text_table
+        return text_table([self.by, "where", "calls", "self (ms)", "% of steps", "% of op time"],
+                          [[r[self.by], r["where"], r["calls"], f"{r['self (ms)']:.3f}", f"{r['% of steps']:.1f}",
+                            f"{r['% of op time']:.1f}"] for r in self.rows])
 
 
 def op_stats(trace: Trace, by: str = "op type", where: str | None = None, top: int | None = None) -> OpTable:
