@@ -74,8 +74,8 @@ def small_ops_variants(elements: int = 16) -> dict[str, Callable[..., Callable[[
 def matmul_variants() -> dict[str, Callable[..., Callable[[], Any]]]:
     """Widget builders for one ``n x n`` matmul, eager and as a ``tf.function``; knob: ``n``.
 
-    One operation means one dispatch: the graph saves a few microseconds on a kernel
-    that runs for milliseconds.
+    One operation means one dispatch: all a graph can save is that one dispatch, on a
+    kernel that runs for milliseconds.
     """
 
     def data(n):

@@ -70,8 +70,9 @@ def measure_step(variants, comparison, mirrored_speedup, single_step, mirrored_s
 
 @exercise("05", 4, "predict how a batch is split",
           "Look at what lecture 05 says a strategy does with each global batch of a distributed dataset.",
-          "Work out the size of the last global batch first; the strategy splits every global batch "
-          "between the replicas as evenly as it can, the first replicas taking any remainder.")
+          "Work out the size of the last global batch first. How a strategy splits a batch that does not "
+          "divide evenly between its replicas is easy to see: distribute a few examples of your own and look "
+          "at strategy.experimental_local_results of the last batch, then predict.")
 def predict_split(last_batch_per_replica, strategy, n_examples, batch, x):
     assert isinstance(last_batch_per_replica, (list, tuple)) and all(
         isinstance(n, int) and not isinstance(n, bool) for n in last_batch_per_replica), \

@@ -56,7 +56,8 @@ def what_batching_buys(variants, batching, ms_per_word, decoder, singles, togeth
 
 @exercise("08", 3, "ship it",
           "g2p has a function that writes a SavedModel and one that reads it back.",
-          "Export model into path, load path back into served, then predict the words with served.")
+          "What comes back from the folder is a decoder like the one in memory: anything g2p.predict "
+          "accepts, it accepts. The check fails if served is still the decoder in memory.")
 def ship_it(path, served, served_phonemes, decoder, words):
     assert os.path.exists(os.path.join(str(path), "saved_model.pb")), f"no SavedModel written to {path}"
     assert callable(served), "served should be the callable g2p.load_saved_model returns"
@@ -70,8 +71,9 @@ def ship_it(path, served, served_phonemes, decoder, words):
 @exercise("08", 4, "predict the decoder's steps",
           "The decoder loops one phoneme per step, and stops when every word in its batch has written </s> "
           "(or after g2p.MAX_PHONES steps).",
-          "A word alone takes its phonemes plus one step for </s>, capped at g2p.MAX_PHONES; in a batch the "
-          "loop runs as long as its slowest word. Use the phoneme lists of exercise 1.")
+          "Count one word decoded alone first: which steps write its phonemes, and which step ends it? Then "
+          "ask which word of a batch decides when the batch's loop stops. The phoneme lists of exercise 1 "
+          "hold what you need.")
 def predict_steps(steps_one_by_one, steps_batched, decoder, singles, together):
     for name, value in (("steps_one_by_one", steps_one_by_one), ("steps_batched", steps_batched)):
         assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \
