@@ -173,16 +173,18 @@ def generated_forward(model: keras.Model) -> Callable:
 
 # -- counting the work of a call -------------------------------------------------------------------
 
-EAGER_EXECUTE = ("TFE_Py_FastPathExecute", "TFE_Py_Execute")  # the two ways Python runs one eager op
+EAGER_EXECUTE = ("TFE_Py_FastPathExecute", "TFE_Py_Execute")  # the two ways Python enters the eager runtime
 
 
 def call_counts(fn: Callable[[], object], calls: int = 3) -> dict[str, float]:
     """What one ``fn()`` does, counted by Python's profiler over ``calls`` calls (after one warm-up call).
 
-    Returns ``{"Python function calls": ..., "eager ops": ...}`` per call: every Python-level call
-    (Keras' layer machinery, TensorFlow's op wrappers), and every eager operation handed to
-    TensorFlow's runtime. Counts, unlike times, do not depend on how busy the machine is; the
-    profiler slows the calls down, so its times are not reported.
+    Returns ``{"Python function calls": ..., "runtime entries": ...}`` per call: every Python-level call
+    (Keras' layer machinery, TensorFlow's op wrappers), and every entry into TensorFlow's eager runtime.
+    An op whose fast path gives up (``tf.nn.bias_add`` on a Keras variable does) enters twice, so
+    entries can exceed the ops run; a trace counts the ops (``profile.op_stats``). Counts, unlike
+    times, do not depend on how busy the machine is; the profiler slows the calls down, so its times
+    are not reported.
     """
     if not isinstance(calls, int) or calls < 1:
         raise ValueError(f"calls must be a whole number >= 1, got {calls!r}")
@@ -193,8 +195,9 @@ def call_counts(fn: Callable[[], object], calls: int = 3) -> dict[str, float]:
         fn()
     profiler.disable()
     stats = pstats.Stats(profiler).stats  # (file, line, name) -> (primitive calls, calls, ...)
-    ops = sum(row[1] for (_, _, name), row in stats.items() if any(e in name for e in EAGER_EXECUTE))
-    return {"Python function calls": sum(row[1] for row in stats.values()) / calls, "eager ops": ops / calls}
+    entries = sum(row[1] for (_, _, name), row in stats.items() if any(e in name for e in EAGER_EXECUTE))
+    return {"Python function calls": sum(row[1] for row in stats.values()) / calls,
+            "runtime entries": entries / calls}
 
 
 # -- training, to show the three are real models -----------------------------------------------
@@ -228,15 +231,16 @@ def train(model: keras.Model, x, y, *, steps: int = 20, learning_rate: float = 1
 def variants(width: int = 4, activation: str = "tanh") -> dict[str, Callable[..., Callable]]:
     """Builders for ``SpeedupWidget``: each takes ``depth`` and ``batch`` and returns ``fn()``.
 
-    The graph variants capture the Functional model once; the first call (tracing, and
-    for XLA compiling) is reported apart by ``bench``. Models are built once per depth
-    and kind and shared by the variants that use them.
+    The graph variants capture a Functional model once; the first call (tracing, and
+    for XLA compiling) is reported apart by ``bench``. Each eager variant calls a model of
+    its own, which no other variant traces, compiles or reads, so the three eager models
+    are timed under the same conditions; the generated code and the graphs share one more.
     """
     models: dict[tuple[str, int], keras.Model] = {}
 
     def prepared(kind, depth, batch):
         if (kind, depth) not in models:
-            models[kind, depth] = build(kind, depth, width, activation)
+            models[kind, depth] = build(kind.split()[0], depth, width, activation)
         return models[kind, depth], tf.random.stateless_normal([batch, width], seed=[0, 0])
 
     def eager(kind):
@@ -246,13 +250,13 @@ def variants(width: int = 4, activation: str = "tanh") -> dict[str, Callable[...
         return builder
 
     def generated(depth, batch):
-        model, x = prepared("functional", depth, batch)
+        model, x = prepared("functional for code and graphs", depth, batch)
         fn = generated_forward(model)
         return lambda: fn(x)
 
     def graph(jit_compile):
         def builder(depth, batch):
-            model, x = prepared("functional", depth, batch)
+            model, x = prepared("functional for code and graphs", depth, batch)
             fn = tf.function(model, jit_compile=jit_compile)
             return lambda: fn(x)
         return builder
