@@ -474,6 +474,13 @@ def workload_variants() -> dict[str, Callable[..., Callable]]:
     return {GRAPH: builder(False), JIT: builder(True)}
 
 
+def variant_threads(workload: str, n: int, *, calls: int = 5) -> dict[str, int | None]:
+    """``busy_threads`` of the graph and the XLA variant of one workload at ``n`` elements (``workload_variants``;
+    the retracing warning of building them again is kept out)."""
+    with graphs.captured_tf_warnings():
+        return {name: busy_threads(build(workload, n), calls=calls) for name, build in workload_variants().items()}
+
+
 def speedup_widget(n_choices: Sequence[int] = (16, 10_000, 1_000_000, 16_000_000), *, repeats: int = 5):
     """The live widget comparing graph and XLA on each workload and size."""
     from course_lib.widgets import SpeedupWidget
