@@ -150,6 +150,9 @@ def test_busy_threads_counts_the_threads_that_worked():
     assert xla.busy_threads(spin, calls=3) in (1, None)  # only this thread ran
     with pytest.raises(ValueError, match="calls must be"):
         xla.busy_threads(spin, calls=0)
+    threads = xla.variant_threads("elementwise chain", 1000, calls=2)
+    assert set(threads) == {xla.GRAPH, xla.JIT}
+    assert all(t is None or t >= 1 for t in threads.values())
 
 
 def test_random_halves_are_workloads_of_their_own():
