@@ -8,8 +8,10 @@ a fresh process (``run_with_flags``, through ``course_lib.processes``), and on a
 
 The HLO readers show what fusion does (``hlo``, ``hlo_ops``, ``describe``); the
 profiler reader (``profile``, ``Trace``) counts XLA compilations, which is how
-recompilation on new shapes is seen; the workloads are the cases where XLA wins on a
-CPU (a fusable elementwise chain) and where it does not (random numbers, small graphs).
+recompilation on new shapes is seen, and also lists the kernels a plain graph runs
+(``graph_kernels``); the workloads are the cases where XLA wins on a CPU (a fusable
+elementwise chain) and where it does not (random numbers, whose two halves are also
+workloads of their own, and small graphs).
 """
 
 from __future__ import annotations
@@ -171,6 +173,16 @@ def count_fusions(text: str) -> int:
     return hlo_ops(text)["fusion"]
 
 
+def _fused(comps: dict[str, list[Instruction]], inst: Instruction) -> Counter:
+    return Counter(i.opcode for i in comps[inst.calls] if i.opcode != "parameter")
+
+
+def fused_ops(text: str) -> Counter:
+    """The operations inside the entry computation's fusions, by opcode (what the fused loops compute)."""
+    comps = parse_hlo(text)
+    return sum((_fused(comps, i) for i in comps["ENTRY"] if i.opcode == "fusion" and i.calls in comps), Counter())
+
+
 def describe(text: str) -> str:
     """The entry computation one instruction per line, without shapes and metadata; a fusion lists
     the operations it fused."""
@@ -179,7 +191,7 @@ def describe(text: str) -> str:
     for inst in comps["ENTRY"]:
         line = f"{inst.name} = {inst.opcode}({', '.join(inst.operands)})"
         if inst.opcode == "fusion" and inst.calls in comps:
-            fused = Counter(i.opcode for i in comps[inst.calls] if i.opcode != "parameter")
+            fused = _fused(comps, inst)
             line += f"  [{inst.kind}: " + ", ".join(f"{op} x{n}" if n > 1 else op
                                                      for op, n in sorted(fused.items())) + "]"
         lines.append(line)
@@ -216,15 +228,23 @@ class Trace:
         """How many XLA executables were compiled while the profiler ran."""
         return sum(1 for _, name, _ in self.events if name.endswith("Compiler::RunBackend"))
 
+    def op_calls(self) -> Counter:
+        """How many times each TensorFlow op type ran (``scope/name:Type`` events), kernels of a graph included."""
+        return Counter(op for op, _ in self._op_events())
+
+    def _op_events(self) -> Iterable[tuple[str, float]]:
+        for _, name, seconds in self.events:
+            m = re.fullmatch(r"[\w./-]+:(\w+)", name)
+            if m:
+                yield m.group(1), seconds
+
     def ops(self, top: int = 10) -> list[dict]:
         """TensorFlow ops by total time, grouped by op type (``scope/name:Type`` events)."""
         total: Counter = Counter()
         calls: Counter = Counter()
-        for _, name, seconds in self.events:
-            m = re.fullmatch(r"[\w./-]+:(\w+)", name)
-            if m:
-                total[m.group(1)] += seconds
-                calls[m.group(1)] += 1
+        for op, seconds in self._op_events():
+            total[op] += seconds
+            calls[op] += 1
         all_ops = sum(total.values()) or 1.0
         return [{"op type": op, "calls": calls[op], "total (ms)": s * 1e3, "% of op time": 100 * s / all_ops}
                 for op, s in total.most_common(top)]
@@ -269,6 +289,42 @@ def count_compilations(fn: Callable, calls: Iterable[Sequence]) -> int:
         for args in calls:
             bench.force(fn(*args))
     return trace.compilations()
+
+
+def graph_kernels(fn: Callable, *args) -> Counter:
+    """The kernels one call of ``tf.function(fn)(*args)`` runs, by op type: what is left of the traced graph
+    after TensorFlow's graph optimiser (Grappler) rewrote it, read from the profiler."""
+    graph = tf.function(getattr(fn, "python_function", fn))
+    bench.force(graph(*args))  # traced and optimised before the profiled call
+    with profile() as trace:
+        bench.force(graph(*args))
+    return trace.op_calls()
+
+
+def busy_threads(fn: Callable[[], Any], *, calls: int = 10, share: float = 0.2) -> int | None:
+    """How many threads of this process did at least ``share`` of the CPU time spent in ``calls`` calls of
+    ``fn`` (read from Linux's per-thread counters, so other processes on the machine do not count); None
+    where the system does not report them."""
+    def cpu_ticks() -> dict[str, int]:
+        ticks = {}
+        for task in Path("/proc/self/task").glob("*"):
+            try:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the thread ended
+                continue
+            ticks[task.name] = int(fields[11]) + int(fields[12])  # user and system time
+        return ticks
+
+    if not Path("/proc/self/task").is_dir():
+        return None
+    whole("calls", calls, 1)
+    bench.force(fn())
+    before = cpu_ticks()
+    for _ in range(calls):
+        bench.force(fn())
+    used = [t - before.get(name, 0) for name, t in cpu_ticks().items()]
+    total = sum(used)
+    return sum(1 for t in used if t >= share * total) if total else None
 
 
 def measure_and_count(fn: Callable[[], Any], *, name: str, repeats: int = 5,
@@ -347,8 +403,8 @@ def recompilation_table(lengths: Sequence[int], *, buckets: Sequence[int] = BUCK
 # -- Where XLA wins and loses on a CPU ------------------------------------------------------------
 
 def elementwise_chain(x):
-    """Thirty cheap elementwise ops: as separate kernels each reads and writes the whole tensor;
-    fused, XLA makes one pass over memory."""
+    """Cheap elementwise ops, thirty as written: as separate kernels each reads and writes the whole
+    tensor; fused, XLA makes one pass over memory."""
     y = x
     for _ in range(6):
         y = tf.maximum(y * 0.9 + 0.1 * x * x, -1.0)
@@ -362,8 +418,23 @@ def random_numbers(x, seed):
     return tf.random.stateless_normal(tf.shape(x), seed=seed) * 0.1 + x
 
 
-WORKLOADS: dict[str, Callable] = {"elementwise chain": elementwise_chain, "random numbers": random_numbers}
-SEED = (1, 2)  # the seed the random-numbers workload receives as an argument
+def random_bits(x, seed):
+    """The first half of ``random_numbers`` alone: the generator's raw 32-bit words, one per entry of ``x``."""
+    return tf.random.stateless_uniform(tf.shape(x), seed=seed, minval=None, maxval=None, dtype=tf.uint32)
+
+
+def box_muller(u1, u2):
+    """The second half alone: normal numbers from two vectors of uniform numbers in (0, 1], two per pair
+    (a logarithm, a square root, a sine and a cosine), the transform XLA's optimised HLO of ``random_numbers``
+    applies to the bits."""
+    radius = tf.sqrt(-2.0 * tf.math.log(u1))
+    angle = 2.0 * np.pi * u2
+    return tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], axis=0)
+
+
+WORKLOADS: dict[str, Callable] = {"elementwise chain": elementwise_chain, "random numbers": random_numbers,
+                                  "random bits": random_bits, "Box-Muller": box_muller}
+SEED = (1, 2)  # the seed the random workloads receive as an argument
 
 
 def workload_input(n: int, seed: int = 0):
@@ -373,10 +444,14 @@ def workload_input(n: int, seed: int = 0):
 
 
 def workload_args(workload: str, n: int) -> tuple:
-    """The arguments a workload is called with: the input vector, and for random numbers the seed tensor."""
+    """The arguments a workload is called with: the input vector, for the random workloads with the seed
+    tensor; for Box-Muller the two vectors of uniform numbers (``n // 2`` each) it turns into ``n`` normal ones."""
     _workload(workload)
+    if workload == "Box-Muller":
+        half = max(int(n) // 2, 1)
+        return tuple(1.0 - tf.random.stateless_uniform([half], seed=(i, 1)) for i in range(2))  # in (0, 1]
     x = workload_input(n)
-    return (x, tf.constant(SEED, tf.int32)) if workload == "random numbers" else (x,)
+    return (x, tf.constant(SEED, tf.int32)) if workload in ("random numbers", "random bits") else (x,)
 
 
 def _workload(name: str) -> Callable:
@@ -397,6 +472,13 @@ def workload_variants() -> dict[str, Callable[..., Callable]]:
         return build
 
     return {GRAPH: builder(False), JIT: builder(True)}
+
+
+def variant_threads(workload: str, n: int, *, calls: int = 5) -> dict[str, int | None]:
+    """``busy_threads`` of the graph and the XLA variant of one workload at ``n`` elements (``workload_variants``;
+    the retracing warning of building them again is kept out)."""
+    with graphs.captured_tf_warnings():
+        return {name: busy_threads(build(workload, n), calls=calls) for name, build in workload_variants().items()}
 
 
 def speedup_widget(n_choices: Sequence[int] = (16, 10_000, 1_000_000, 16_000_000), *, repeats: int = 5):
@@ -420,22 +502,21 @@ def cache_bytes() -> int | None:
     return max(sizes) if sizes else None
 
 
-CHAIN_OPS = 30  # elementwise ops in elementwise_chain: 6 x (3 multiplies, an add, a maximum)
-
-
-def fusion_rows(results: Mapping[int, bench.Comparison], *, ops: int = CHAIN_OPS) -> list[dict]:
+def fusion_rows(results: Mapping[int, bench.Comparison], *, kernels: int) -> list[dict]:
     """Graph against XLA on the elementwise chain at each size ``n``: whether the vector fits in the largest
-    cache, and the rate at which the unfused graph's kernels moved data (``ops`` kernels, each reading and
-    writing at least one vector of 4-byte floats), which says where that data came from."""
+    cache, and the rates at which each moved data. The graph runs ``kernels`` kernels per call (``graph_kernels``),
+    each reading and writing at least one vector of 4-byte floats; XLA's fused loop reads and writes one."""
+    whole("kernels", kernels, 1)
     cache = cache_bytes()
     rows = []
     for n, comparison in sorted(results.items()):
-        graph = comparison[GRAPH].median_s
+        graph, fused = comparison[GRAPH].median_s, comparison[JIT].median_s
         rows.append({"n": f"{n:,}", "vector (MiB)": 4 * n / 2**20,
                      "fits in the largest cache": "unknown" if cache is None else ("yes" if 4 * n <= cache else "no"),
-                     "graph (ms)": graph * 1e3, "XLA (ms)": comparison[JIT].median_s * 1e3,
+                     "graph (ms)": graph * 1e3, "XLA (ms)": fused * 1e3,
                      "XLA speedup": bench.ratio_text(comparison.speedup(JIT)),
-                     "graph's kernels moved (GB/s)": ops * 8 * n / graph / 1e9})
+                     "graph's kernels moved (GB/s)": kernels * 8 * n / graph / 1e9,
+                     "XLA's loop moved (GB/s)": 8 * n / fused / 1e9})
     return rows
 
 
@@ -526,8 +607,10 @@ def process_comparison(target: str, variants: Mapping[str, tuple[str, Mapping]],
     When one variant needs its own process (auto-clustering is set when TensorFlow starts), the variants it
     is compared with run in fresh processes too, so no ratio sets a child process against the notebook's
     warm one. ``target`` is a ``module:function`` returning ``{"timing": Timing.to_dict(), "compilations":
-    int}``; ``rounds`` run every variant once in turn (A, B, A, B, ...), so a machine that slows down hits
-    all variants alike, and each variant's timed repeats are pooled. The baseline is the first variant.
+    int}`` and optionally ``"start_up_s"`` (the process's first call, before the timed one; its median over the
+    rounds goes to ``params["start-up (s)"]``); ``rounds`` run every variant once in turn (A, B, A, B, ...),
+    so a machine that slows down hits all variants alike, and each variant's timed repeats are pooled. The
+    baseline is the first variant.
     """
     if not variants:
         raise ValueError("process_comparison needs at least one variant: {name: (flags, kwargs)}")
@@ -535,6 +618,7 @@ def process_comparison(target: str, variants: Mapping[str, tuple[str, Mapping]],
     times: dict[str, list[float]] = {name: [] for name in variants}
     firsts: dict[str, list[float]] = {name: [] for name in variants}
     compilations: dict[str, list[int]] = {name: [] for name in variants}
+    start_ups: dict[str, list[float]] = {name: [] for name in variants}
     number: dict[str, int] = {}
     for _ in range(rounds):
         for name, (flags, extra) in variants.items():
@@ -543,28 +627,42 @@ def process_comparison(target: str, variants: Mapping[str, tuple[str, Mapping]],
             times[name] += timing.times_s
             firsts[name].append(timing.first_call_s)
             compilations[name].append(result["compilations"])
+            if "start_up_s" in result:
+                start_ups[name].append(result["start_up_s"])
             number.setdefault(name, timing.number)
     timings = [bench.Timing(name, statistics.median(firsts[name]), times[name], number[name]) for name in variants]
     params = {**kwargs, "rounds": rounds, "TF_XLA_FLAGS": {n: f for n, (f, _) in variants.items()},
               "compilations": {n: max(c) for n, c in compilations.items()}}
+    if all(start_ups.values()):
+        params["start-up (s)"] = {n: statistics.median(s) for n, s in start_ups.items()}
     return bench.Comparison(timings, baseline=next(iter(variants)), machine=bench.machine(), title=title,
                             params=params)
 
 
+START_UP_N = 16  # elements of the call that starts TensorFlow's (and XLA's) machinery in a fresh process
+
+
 def auto_clustered_worker(workload: str, n: int, repeats: int = 5, jit_compile: bool = False) -> dict:
     """Runs in a fresh process: a tf.function of the workload (auto-clustered when the process started with
-    the flags, or ``jit_compile``), its timing and the XLA compilations it caused."""
+    the flags, or ``jit_compile``), its timing and the XLA compilations it caused at ``n`` elements.
+
+    The function is first called once on ``START_UP_N`` elements (``start_up_s``): that first call of the
+    process also pays the one-time start-up of what it uses (XLA's compiler among them), so the first call
+    then timed at ``n`` holds only this shape's tracing and compiling, as in a process already running."""
     fn = tf.function(_workload(workload), jit_compile=True if jit_compile else None)
+    small = workload_args(workload, START_UP_N)
+    start_up = bench.measure(lambda: fn(*small), name="start-up", repeats=1, warmup=0, number=1).first_call_s
     args = workload_args(workload, n)
     timing, compilations = measure_and_count(lambda: fn(*args), name=workload, repeats=repeats)
-    return {"timing": timing.to_dict(), "compilations": compilations}
+    return {"timing": timing.to_dict(), "compilations": compilations, "start_up_s": start_up}
 
 
 def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repeats: int = 5,
                 flags: str = AUTO_JIT_FLAGS, auto: bool = True, rounds: int = 1) -> bench.Comparison:
     """The plain graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering on one workload,
     each in fresh processes, ``rounds`` times in turn (``process_comparison``); ``params["compilations"]``
-    holds how many XLA executables each variant compiled."""
+    holds how many XLA executables each variant compiled, ``params["start-up (s)"]`` each process's first call
+    (``auto_clustered_worker``)."""
     variants = {GRAPH: ("", {}), JIT: ("", {"jit_compile": True})}
     if auto:
         variants[AUTO] = (flags, {})

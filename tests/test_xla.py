@@ -125,6 +125,45 @@ def test_widget_variants_build_and_compare():
         xla.workload_variants()["graph (tf.function)"](workload="sorting", n=4)
 
 
+def test_each_widget_run_compiles_afresh():
+    with xla.profile() as trace:
+        for _ in range(2):
+            bench.force(xla.workload_variants()[xla.JIT]("elementwise chain", 100)())
+    assert trace.compilations() == 2
+
+
+def test_graph_kernels_counts_what_grappler_left():
+    kernels = xla.graph_kernels(xla.elementwise_chain, xla.workload_input(1000))
+    # written: 6 rounds of 3 multiplies, an add and a maximum; the repeated 0.1 * x * x is computed once
+    assert sorted(kernels.values()) == [6, 6, 8]  # adds, maxima, multiplies (names may vary with oneDNN)
+    assert xla.fused_ops(xla.hlo(xla.elementwise_chain, xla.workload_input(1000), stage="optimized_hlo"))[
+        "multiply"] == 8
+
+
+def test_busy_threads_counts_the_threads_that_worked():
+    import time
+
+    def spin():
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+    assert xla.busy_threads(spin, calls=3) in (1, None)  # only this thread ran
+    with pytest.raises(ValueError, match="calls must be"):
+        xla.busy_threads(spin, calls=0)
+    threads = xla.variant_threads("elementwise chain", 1000, calls=2)
+    assert set(threads) == {xla.GRAPH, xla.JIT}
+    assert all(t is None or t >= 1 for t in threads.values())
+
+
+def test_random_halves_are_workloads_of_their_own():
+    bits = xla.random_bits(*xla.workload_args("random bits", 8))
+    assert bits.dtype == tf.uint32 and bits.shape == [8]
+    normal = xla.box_muller(*xla.workload_args("Box-Muller", 8))
+    assert normal.shape == [8] and np.all(np.isfinite(normal))
+    u = tf.constant([np.exp(-0.5)], tf.float32)  # radius 1; angles 0 and a quarter turn
+    np.testing.assert_allclose(xla.box_muller(u, tf.constant([0.25])), [0.0, 1.0], atol=1e-6)
+
+
 def test_workload_input_refuses_bad_sizes():
     with pytest.raises(ValueError, match="n must be a whole number"):
         xla.workload_input(0)
@@ -154,6 +193,7 @@ def test_jit_vs_auto_runs_every_variant_in_fresh_processes_and_counts_compilatio
     assert c.params["compilations"] == {xla.GRAPH: 0, xla.JIT: 1, xla.AUTO: c.params["compilations"][xla.AUTO]}
     assert c.params["compilations"][xla.AUTO] >= 1
     assert c.params["TF_XLA_FLAGS"] == {xla.GRAPH: "", xla.JIT: "", xla.AUTO: xla.AUTO_JIT_FLAGS}
+    assert set(c.params["start-up (s)"]) == set(c.names) and min(c.params["start-up (s)"].values()) > 0
 
 
 def test_process_comparison_alternates_the_variants_and_pools_their_repeats(monkeypatch):
@@ -202,9 +242,12 @@ def test_native_log_held_keeps_what_was_written_to_descriptor_two(capfd):
 
 def test_fusion_rows_say_where_the_data_was():
     c = bench.Comparison([_timing(xla.GRAPH, 0.1, 0.030), _timing(xla.JIT, 0.2, 0.010)], baseline=xla.GRAPH)
-    (row,) = xla.fusion_rows({1_000_000: c})
+    (row,) = xla.fusion_rows({1_000_000: c}, kernels=20)
     assert row["XLA speedup"] == "3x"
-    assert row["graph's kernels moved (GB/s)"] == pytest.approx(30 * 8 * 1e6 / 0.030 / 1e9)
+    assert row["graph's kernels moved (GB/s)"] == pytest.approx(20 * 8 * 1e6 / 0.030 / 1e9)
+    assert row["XLA's loop moved (GB/s)"] == pytest.approx(8 * 1e6 / 0.010 / 1e9)
+    with pytest.raises(ValueError, match="kernels must be a whole number"):
+        xla.fusion_rows({1_000_000: c}, kernels=0)
     cache = xla.cache_bytes()
     assert cache is None or cache > 0
     assert row["fits in the largest cache"] == ("unknown" if cache is None else
@@ -228,7 +271,7 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [
         "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, fresh processes",
-        "elementwise chain, n=16", "random numbers, n=16"]
+        "elementwise chain, n=16", "random numbers, n=16", "random bits, n=16", "Box-Muller, n=16"]
     assert "wrote" in capsys.readouterr().out
 
 

@@ -53,8 +53,8 @@ def stop_recompiles(call_padded, compiled, stream):
 @exercise("07", 3, "auto-clustering with the study's flag",
           "Look at lecture 07's section on auto-clustering: how the course starts a fresh process with "
           "TF_XLA_FLAGS, and what the worker reports.",
-          "Pass only the study's flag (not the course's default flags), the elementwise chain, 1,000 "
-          "elements and one repeat; keep the whole report and read the compilations from it.")
+          "Auto-clustering follows the flags the fresh process starts with: which of the two did the study "
+          "use, and which does run_with_flags pass when you give none?")
 def study_flag(study_flag_compilations, report):
     assert isinstance(report, dict) and {"timing", "compilations"} <= set(report), \
         "report should be what xla.run_with_flags returned for the auto-clustering worker"
