@@ -52,3 +52,22 @@ def test_generation_breakdown_counts_the_words_one_generation_draws():
     assert [row["part"] for row in rows if row["µs saved without it"] == ""] == ["whole generation",
                                                                                  "random words alone", "fitness"]
     assert f"It draws {b['words']:,} random 32-bit words" in str(benchmarks.breakdown_sentences(b))
+
+
+def test_replica_variants_build_a_fresh_model_per_variant():
+    import tensorflow as tf
+
+    built = []
+
+    def make_model():
+        built.append(benchmarks.onemax_model(32, "graph"))
+        return built[-1]
+
+    pop = evo.population.random_integers((16, 32), 0, 2, seed=0)
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    builders = benchmarks.replica_variants(make_model, pop, 3, strategy_for=lambda replicas: one)
+    runs = {name: build(replicas=1, interval=2) for name, build in builders.items()}
+    assert len(built) == 3 and len({id(m) for m in built}) == 3  # so each first call compiles its own programs
+    results = {name: run() for name, run in runs.items()}
+    assert all(r.shape == (16, 32) for r in results.values())
+    np.testing.assert_array_equal(results["global"], results["one device"])  # one replica is the plain run

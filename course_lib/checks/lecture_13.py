@@ -17,9 +17,8 @@ def _first_reach(history, optimum) -> int | None:
 @exercise("13", 1, "pick a migration interval",
           "Write run(k), the islands run for one interval, and time it with bench.measure, which keeps the "
           "first call (compilation) apart.",
-          "generations comes from result.history['best'] of a run (generation g is entry g - 1); "
-          "seconds_per_generation is the Timing's median over the generations of one run; the best interval "
-          "minimises their product.")
+          "The time to the optimum depends on how many generations it takes and on how long each one lasts; "
+          "a Timing's median covers a whole run of `generations` generations.")
 def migration_interval(run, timings, measurements, BEST_INTERVAL, model, strategy, candidates, generations, optimum):
     assert isinstance(measurements, dict) and sorted(measurements) == sorted(candidates), \
         f"measurements should have one entry per candidate: {candidates}"
@@ -52,7 +51,8 @@ def migration_interval(run, timings, measurements, BEST_INTERVAL, model, strateg
 @exercise("13", 2, "make a population shardable",
           "The remainder of the population size divided by the replicas says how many must go; the fitness "
           "says which.",
-          "np.argsort(fitness) lists the worst first; np.delete removes rows and keeps the others in order.")
+          "Order the individuals by fitness to find the worst, then remove those rows by index, which leaves "
+          "the others in their order.")
 def shardable_population(shardable, odd, odd_fitness, sharded_result):
     where = {row.tobytes(): i for i, row in enumerate(odd)}
     for replicas in (2, 3, 4, 7):
@@ -74,8 +74,8 @@ def shardable_population(shardable, odd, odd_fitness, sharded_result):
 
 @exercise("13", 3, "predict the migrations",
           "Lecture 13: islands run migration_interval generations, then exchange migrants, and repeat.",
-          "Only whole intervals end in a migration; the generations left over at the end run without one. Each "
-          "migration brings `migrants` individuals to every island.")
+          "Walk through a run on paper: at which generations does a migration happen, and does a run that "
+          "stops before an interval is complete end with one?")
 def predict_migrations(arrivals, generations, migrants):
     assert isinstance(arrivals, dict) and all(isinstance(k, int) for k in arrivals), \
         "arrivals should map each interval k (an int) to a number of individuals"
@@ -83,5 +83,5 @@ def predict_migrations(arrivals, generations, migrants):
         assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \
             f"arrivals[{k}] should be a whole number, got {type(value).__name__}"
         want = generations // k * migrants
-        assert value == want, f"arrivals[{k}] is {value}: count the migrations in {generations} generations, " \
-                              f"{migrants} individuals each"
+        assert value == want, f"arrivals[{k}] is {value}, not what an island receives in {generations} " \
+                              f"generations at interval {k}: which generations end with a migration?"

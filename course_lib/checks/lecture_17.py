@@ -20,7 +20,8 @@ _DOMINANCE_CASES = [  # (a, b, a dominates b), both objectives minimised
 
 @exercise("17", 1, "Pareto dominance",
           "a dominates b when a is no worse in every objective and strictly better in at least one.",
-          "With NumPy: np.all(a <= b) and np.any(a < b) (every objective minimised).")
+          "Compare the two vectors element by element; NumPy's reductions say whether a condition holds "
+          "for every element or for at least one.")
 def dominance(dominates):
     assert callable(dominates), f"dominates should be a function (a, b) -> bool, got {type(dominates).__name__}"
     for a, b, want in _DOMINANCE_CASES:
@@ -45,10 +46,10 @@ def _hypervolume_cases():
 
 
 @exercise("17", 2, "the hypervolume of a 2-D front",
-          "Sort the points by the first objective; each point adds a rectangle from its first objective to the "
-          "next point's (or the reference), as high as from the lowest second objective so far to the reference.",
-          "Dominated points add nothing if you keep the running minimum of the second objective; points beyond "
-          "the reference add nothing if you clip them to it first.")
+          "Draw a few points and the reference: the dominated area is a staircase, which cuts into one "
+          "rectangle per point once the points are in order along one objective.",
+          "Two cases need care: a point that another point dominates, and a point beyond the reference; "
+          "neither may add area.")
 def hypervolume(hypervolume_2d):
     assert callable(hypervolume_2d), \
         f"hypervolume_2d should be a function (points, reference) -> float, got {type(hypervolume_2d).__name__}"

@@ -354,14 +354,19 @@ def resumable_onemax(strategy, checkpoint: str | None = None, resume_at: int | N
     return onemax_run(strategy, **kwargs, model=model, resume_from=checkpoint)
 
 
-def replica_variants(model, population, generations: int, *, strategy_for, migrants: int = 1) -> dict:
+def replica_variants(make_model, population, generations: int, *, strategy_for, migrants: int = 1) -> dict:
     """``SpeedupWidget`` builders (knobs ``replicas`` and ``interval``, the islands' migration interval,
-    a name short enough for a slider's label): ``model`` on one device without a strategy, and with
+    a name short enough for a slider's label): a model on one device without a strategy, and with
     global selection and with islands under ``strategy_for(replicas)``, each timed call a whole
-    ``evolve`` of ``generations`` from ``population``."""
+    ``evolve`` of ``generations`` from ``population``.
+
+    ``make_model()`` returns the compiled model a variant runs; each build calls it, so a fresh
+    model makes every variant's first call trace and compile its own programs (a model caches
+    them, and a shared one would have compiled them in an earlier call)."""
 
     def builder(distribution: str | None):
         def build(replicas: int, interval: int):
+            model = make_model()
             if distribution is None:
                 return lambda: model.evolve(population, generations=generations).population
             strategy = strategy_for(replicas)
@@ -379,7 +384,8 @@ def replica_comparison(strategy, model, population, generations: int = 30, *, mi
     under ``strategy``, on the same population, in this run (``course_lib.bench.compare``)."""
     r = strategy.num_replicas_in_sync
     shape = tuple(np.shape(population))
-    builders = replica_variants(model, population, generations, strategy_for=lambda _: strategy, migrants=migrants)
+    builders = replica_variants(lambda: model, population, generations, strategy_for=lambda _: strategy,
+                                migrants=migrants)
     variants = {name if name == "one device" else f"{name} x{r}": build(r, migration_interval)
                 for name, build in builders.items()}
     return bench.compare(variants, baseline="one device", repeats=repeats, warmup=1, number=1,
