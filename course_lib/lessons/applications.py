@@ -324,12 +324,16 @@ def time_to_quality_reading(title: str, traces: dict, budget_s: float) -> str:
 def knob_effects(runs: dict, generations: int) -> list[str]:
     """One sentence per GA setting against the first (the reference): the median best tour over its
     starts, the range of the starts, and whether it is shorter or longer than the reference's median
-    beyond both ranges (the ranges do not overlap) or within the run-to-run spread; and the median
-    time the ``generations`` took against the reference's."""
+    beyond both ranges (the ranges do not overlap) or within the run-to-run spread; and the wall
+    time of a run (median and range over the starts)."""
     names = list(runs)
     ref = runs[names[0]]
+
+    def took(run):
+        return f"{run['seconds']:.2f} s a run ({min(run['times']):.2f}-{max(run['times']):.2f})"
+
     lines = [f"{names[0]} (what the others are read against): median best {ref['median']:.3f} "
-             f"(starts {min(ref['lengths']):.3f}-{max(ref['lengths']):.3f}) in {ref['seconds']:.2f} s"]
+             f"(starts {min(ref['lengths']):.3f}-{max(ref['lengths']):.3f}); {took(ref)}"]
     for name in names[1:]:
         run = runs[name]
         low, high = min(run["lengths"]), max(run["lengths"])
@@ -338,7 +342,7 @@ def knob_effects(runs: dict, generations: int) -> list[str]:
         verdict = (f"{abs(change):.1f}% {'longer' if change > 0 else 'shorter'}, its starts' range apart from "
                    "the reference's" if apart else "within the run-to-run spread (the ranges overlap)")
         lines.append(f"{name}: median best {run['median']:.3f} (starts {low:.3f}-{high:.3f}), {verdict}; "
-                     f"{run['seconds']:.2f} s, {run['seconds'] / ref['seconds']:.2f}x the reference's time")
+                     f"{took(run)}")
     return [f"{generations} generations per run, {len(ref['lengths'])} starts per setting:"] + lines
 
 
@@ -353,8 +357,9 @@ def knob_runs(coordinates, generations: int, settings: dict, *, starts: int = 3,
     the spread between starts, not against how many generations fitted a time budget. Each setting
     compiles once before its runs are timed (one call each).
 
-    Returns name -> {"lengths": best tour of each start, "median": their median, "seconds": median
-    wall time of a run, "history": best length per generation of the first start, "population"}."""
+    Returns name -> {"lengths": best tour of each start, "median": their median, "times": wall time
+    of each run, "seconds": their median, "history": best length per generation of the first start,
+    "population"}."""
     xy = np.asarray(coordinates)
     runs = {}
     for name, changes in settings.items():
@@ -374,8 +379,9 @@ def knob_runs(coordinates, generations: int, settings: dict, *, starts: int = 3,
             results.append(model.evolve(population, generations=generations))
             seconds.append(time.perf_counter() - began)
         lengths = [float(r.best_fitness) for r in results]
-        runs[name] = {"lengths": lengths, "median": float(np.median(lengths)), "seconds": float(np.median(seconds)),
-                      "history": list(results[0].history["best"]), "population": k["population"]}
+        runs[name] = {"lengths": lengths, "median": float(np.median(lengths)), "times": seconds,
+                      "seconds": float(np.median(seconds)), "history": list(results[0].history["best"]),
+                      "population": k["population"]}
     return runs
 
 
