@@ -79,7 +79,7 @@ _FASTEST_EXTRA = {
     "07": {"AUTO_JIT_ROUNDS": "1"},
     "08": {"THREAD_REPEATS": "1"},
     "13": {"BENCH_GENERATIONS": "10"},
-    "14": {"TTQ_BUDGET": "[1.0, 2.0]", "KNOB_BUDGET": "0.2"},  # each GA still compiles and runs one chunk
+    "14": {"TTQ_BUDGET": "[1.0, 2.0]", "KNOB_GENERATIONS": "50", "KNOB_STARTS": "2"},  # each GA still compiles and runs
     "16": {"DATA_STEPS": "4"},  # still past the batches the pipeline made during its warm-up
     "17": {"GENERATIONS": "50", "WIDGET_GENERATIONS": "2"},  # the ZDT runs and the widget print no checked output
 }

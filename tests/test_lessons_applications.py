@@ -111,18 +111,36 @@ def test_quality_table_and_readings_follow_the_numbers():
     rows = {r["method"]: r for r in app.quality_table(traces, 4.0)}
     assert rows["memetic GA"]["length"] == 8.5 and rows["memetic GA"]["% above shortest"] == 0.0
     assert rows["GA"]["% above shortest"] == pytest.approx(16.47, abs=0.01)
-    assert rows["local search"]["s to within 1%"] == np.inf and rows["memetic GA"]["s to within 1%"] == 2.5
+    assert rows["local search"]["s to within 1%"] == "never" and rows["memetic GA"]["s to within 1%"] == 2.5
     text = app.time_to_quality_reading("5 cities", traces, 4.0)
     assert "GA's best tour was 10.0% longer" in text and "memetic GA's best tour was 5.6% shorter" in text
     assert "first matched the local search after 2.5 s" in text
+    assert "(CPU s per wall s): local search 1.0, GA 1.0, memetic GA 0.8" in text
     assert "no tour yet" in app.time_to_quality_reading("x", traces, 1.0)
-    lines = app.knob_effects({"reference": traces["GA"], "other": traces["memetic GA"]}, 4.0)
-    assert lines[1].startswith("other: best 8.500") and "14.1% shorter" in lines[1]
+    traces["GA"] = app.Trace("GA", [2.0, 3.0], [20.0, 19.8], tour, "20 generations of 8", 3.0)
+    assert "GA's best tour was 2.2x as long (19.800)" in app.time_to_quality_reading("5 cities", traces, 4.0)
 
 
-def test_knob_traces_reject_unknown_knobs():
+def test_knob_effects_separate_settings_only_beyond_the_spread_of_starts():
+    runs = {"reference": {"lengths": [10.0, 11.0, 12.0], "median": 11.0, "seconds": 0.5, "times": [0.4, 0.5, 0.6]},
+            "apart": {"lengths": [8.0, 8.5, 9.0], "median": 8.5, "seconds": 1.0, "times": [1.0, 1.0, 1.2]},
+            "overlapping": {"lengths": [9.0, 10.5, 13.0], "median": 10.5, "seconds": 0.5, "times": [0.5] * 3}}
+    lines = app.knob_effects(runs, 100)
+    assert lines[0] == "100 generations per run, 3 starts per setting:"
+    assert lines[2].startswith("apart: median best 8.500 (starts 8.000-9.000), 22.7% shorter")
+    assert lines[2].endswith("; 1.00 s a run (1.00-1.20)")
+    assert "within the run-to-run spread" in lines[3] and "shorter" not in lines[3]
+
+
+def test_knob_runs_run_equal_generations_from_each_start():
+    runs = app.knob_runs(app.cities("random", 12), 5, {"reference": {}, "population 16": {"population": 16}},
+                         starts=2)
+    assert set(runs) == {"reference", "population 16"} and runs["population 16"]["population"] == 16
+    for r in runs.values():
+        assert len(r["lengths"]) == len(r["times"]) == 2 and len(r["history"]) == 5
+        assert r["median"] == np.median(r["lengths"]) and r["seconds"] == np.median(r["times"])
     with pytest.raises(ValueError, match="unknown GA knob"):
-        app.knob_traces(app.cities("random", 10), 1.0, {"x": {"learning_rate": 0.1}})
+        app.knob_runs(app.cities("random", 10), 1, {"x": {"learning_rate": 0.1}})
 
 
 def test_a_tour_plot_draws_the_closed_tour():

@@ -52,6 +52,16 @@ def test_generation_breakdown_counts_the_words_one_generation_draws():
     assert [row["part"] for row in rows if row["µs saved without it"] == ""] == ["whole generation",
                                                                                  "random words alone", "fitness"]
     assert f"It draws {b['words']:,} random 32-bit words" in str(benchmarks.breakdown_sentences(b))
+    assert b["arrays"] == ["the population", "BitFlipMutation's children", "UniformCrossover's children",
+                           "UniformCrossover's mates", "selection's new population"]
+    b["cache_bytes"] = {"L1": 32 * 1024, "L2": 1024 * 1024}
+    b["population_bytes"] = 128 * 1024
+    text = str(benchmarks.breakdown_sentences(b))
+    assert "up to 5 arrays" in text and "640 KiB in all, which fits in L2 (1,024 KiB)." in text
+    b["population_bytes"] = 512 * 1024
+    assert "2,560 KiB in all, more than the largest cache, L2 (1,024 KiB)." in str(benchmarks.breakdown_sentences(b))
+    b["cache_bytes"] = {}
+    assert "cache sizes this machine does not report" in str(benchmarks.breakdown_sentences(b))
 
 
 def test_replica_variants_build_a_fresh_model_per_variant():

@@ -11,8 +11,9 @@ def print_quality_table(rows: list[dict]) -> None:
     """``applications.quality_table`` as text."""
     print(f"{'method':44}{'work':>26}{'length':>10}{'% above':>9}{'s to 1%':>9}{'ended':>8}{'CPU s':>8}")
     for r in rows:
+        within = r["s to within 1%"]
         print(f"{r['method']:44}{r['work']:>26}{r['length']:>10.4f}{r['% above shortest']:>8.2f}%"
-              f"{r['s to within 1%']:>9.2f}{r['ended at s']:>8.1f}{r['CPU s']:>8.1f}")
+              f"{within if isinstance(within, str) else f'{within:.2f}':>9}{r['ended at s']:>8.1f}{r['CPU s']:>8.1f}")
 
 
 def _tsp_sizes(args) -> str | None:

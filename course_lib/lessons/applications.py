@@ -197,21 +197,16 @@ def multi_start(distances, budget_s: float, *, starts: int | None = None, seed: 
 
 
 def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 10,
-             compiled: bool = False, clock: str = "wall") -> Trace:
+             clock: str = "wall") -> Trace:
     """Run ``make_model()`` on ``population`` until the budget is spent (checked every ``chunk``
     generations, at least one chunk). ``population`` may be a function that makes it: it is
     called after the clock starts, so making it (e.g. nearest-neighbour tours) counts. The clock
-    starts before the model is built, so compiling counts, unless ``compiled``: then one
-    generation compiles it before the clock starts."""
-    if compiled:
-        model = make_model()
-        model.evolve(population() if callable(population) else population, generations=1, chunk=chunk)
+    starts before the model is built, so compiling counts."""
     now = _clock(clock)
     t0, cpu0 = now(), time.process_time()
     if callable(population):
         population = population()
-    if not compiled:
-        model = make_model()
+    model = make_model()
     timer = evo.callbacks.Stopwatch(budget_s, clock=now, start=t0)
     result = model.evolve(population, generations=10**7, chunk=chunk, callbacks=[timer])
     return Trace(method, timer.seconds, timer.best, result.best,
@@ -262,12 +257,18 @@ def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, m
 
 def quality_table(traces: dict, budget_s: float) -> list[dict]:
     """One row per method: its best length at the budget (inf: none yet), how far above the
-    shortest of all, when it first came within 1% of that, when it ended and the CPU time it used."""
+    shortest of all, when it first came within 1% of that ("never" if it did not), when it ended
+    and the CPU time it used."""
     at = {name: t.length_at(budget_s) for name, t in traces.items()}
     shortest = min(at.values())
+
+    def within(t):
+        seconds = t.time_to(1.01 * shortest)
+        return "never" if math.isinf(seconds) else round(seconds, 2)
+
     return [{"method": name, "work": t.work, "length": round(at[name], 4),
              "% above shortest": round(100 * (at[name] / shortest - 1), 2),
-             "s to within 1%": round(t.time_to(1.01 * shortest), 2),
+             "s to within 1%": within(t),
              "ended at s": round(t.seconds[-1], 2), "CPU s": round(t.cpu_s, 2)}
             for name, t in traces.items()]
 
@@ -293,7 +294,8 @@ def plot_time_to_quality(runs: dict, ax=None):
 
 def time_to_quality_reading(title: str, traces: dict, budget_s: float) -> str:
     """What the measurement says, in words: each method's best length at the budget against the
-    multi-start local search's, and when the memetic GA first matched it."""
+    multi-start local search's, when the memetic GA first matched it and, on the wall clock, how
+    many cores each method kept busy (its CPU time over the wall time it ran)."""
     names = list(traces)
     base = names[0]
     reference = traces[base].length_at(budget_s)
@@ -303,46 +305,63 @@ def time_to_quality_reading(title: str, traces: dict, budget_s: float) -> str:
     parts = []
     for name in names[1:]:
         length = traces[name].length_at(budget_s)
-        change = 100 * (length / reference - 1)
+        ratio = length / reference
+        how = (f"{ratio:.1f}x as long" if ratio >= 2 else
+               f"{abs(100 * (ratio - 1)):.1f}% {'longer' if ratio > 1 else 'shorter'}")
         parts.append(f"the {name} had no tour yet (still compiling)" if math.isinf(length) else
-                     f"the {name}'s best tour was {abs(change):.1f}% {'longer' if change > 0 else 'shorter'} "
-                     f"({length:.3f})")
+                     f"the {name}'s best tour was {how} ({length:.3f})")
     matched = traces[names[-1]].time_to(reference)
     when = (f"; the {names[-1]} first matched the local search after {matched:.1f} s, compile included"
             if matched <= budget_s else f"; the {names[-1]} did not match the local search within {budget_s:g} s")
+    cores = ""
+    if traces[base].clock == "wall":
+        busy = [f"{name} {t.cpu_s / t.seconds[-1]:.1f}" for name, t in traces.items() if t.seconds[-1] > 0]
+        cores = f". Cores kept busy (CPU s per wall s): {', '.join(busy)}"
     return (f"{title}: after {budget_s:g} s, against {traces[base].work} of {base} (best {reference:.3f}), "
-            + " and ".join(parts) + when + ".")
+            + " and ".join(parts) + when + cores + ".")
 
 
-def knob_effects(traces: dict, budget_s: float) -> list[str]:
-    """One sentence per GA setting against the first (the reference setting): how much shorter or
-    longer its best tour was at the budget, and how many generations it ran."""
-    names = list(traces)
-    base = traces[names[0]].length_at(budget_s)
-    lines = []
+def knob_effects(runs: dict, generations: int) -> list[str]:
+    """One sentence per GA setting against the first (the reference): the median best tour over its
+    starts, the range of the starts, and whether it is shorter or longer than the reference's median
+    beyond both ranges (the ranges do not overlap) or within the run-to-run spread; and the wall
+    time of a run (median and range over the starts)."""
+    names = list(runs)
+    ref = runs[names[0]]
+
+    def took(run):
+        return f"{run['seconds']:.2f} s a run ({min(run['times']):.2f}-{max(run['times']):.2f})"
+
+    lines = [f"{names[0]} (what the others are read against): median best {ref['median']:.3f} "
+             f"(starts {min(ref['lengths']):.3f}-{max(ref['lengths']):.3f}); {took(ref)}"]
     for name in names[1:]:
-        length = traces[name].length_at(budget_s)
-        if math.isinf(length) or math.isinf(base):
-            lines.append(f"{name}: no comparison, a run had no tour within {budget_s:g} s (still compiling)")
-            continue
-        change = 100 * (length / base - 1)
-        verdict = (f"{abs(change):.1f}% {'longer' if change > 0 else 'shorter'}" if abs(change) >= 0.5
-                   else "within 0.5% of it")
-        lines.append(f"{name}: best {length:.3f} after {budget_s:g} s, {verdict} ({traces[name].work})")
-    return [f"{names[0]} (what the others are read against): best {base:.3f} after {budget_s:g} s "
-            f"({traces[names[0]].work})"] + lines
+        run = runs[name]
+        low, high = min(run["lengths"]), max(run["lengths"])
+        change = 100 * (run["median"] / ref["median"] - 1)
+        apart = high < min(ref["lengths"]) or low > max(ref["lengths"])
+        verdict = (f"{abs(change):.1f}% {'longer' if change > 0 else 'shorter'}, its starts' range apart from "
+                   "the reference's" if apart else "within the run-to-run spread (the ranges overlap)")
+        lines.append(f"{name}: median best {run['median']:.3f} (starts {low:.3f}-{high:.3f}), {verdict}; "
+                     f"{took(run)}")
+    return [f"{generations} generations per run, {len(ref['lengths'])} starts per setting:"] + lines
 
 
 KNOB_REFERENCE = {"population": 256, "mutation_rate": 0.5, "tournament": 2, "elitism": 1, "crossover": 1.0}
 
 
-def knob_traces(coordinates, budget_s: float, settings: dict, seed: int = 0, chunk: int = 10) -> dict:
-    """Time to quality of the plain GA with tournament selection, once per setting: ``settings``
-    maps a name to changes of ``KNOB_REFERENCE`` (population, mutation_rate, tournament size,
-    elitism: the best parents kept, crossover: its probability); each runs for ``budget_s``, the
-    clock started after compiling, so that the settings are compared on their search alone."""
+def knob_runs(coordinates, generations: int, settings: dict, *, starts: int = 3, seed: int = 0) -> dict:
+    """The plain GA with tournament selection, once per setting and start: ``settings`` maps a name to
+    changes of ``KNOB_REFERENCE`` (population, mutation_rate, tournament size, elitism: the best
+    parents kept, crossover: its probability). Every setting runs the same ``generations`` from
+    ``starts`` random populations (seeds ``seed``, ``seed + 1``, ...), so a difference is read against
+    the spread between starts, not against how many generations fitted a time budget. Each setting
+    compiles once before its runs are timed (one call each).
+
+    Returns name -> {"lengths": best tour of each start, "median": their median, "times": wall time
+    of each run, "seconds": their median, "history": best length per generation of the first start,
+    "population"}."""
     xy = np.asarray(coordinates)
-    traces = {}
+    runs = {}
     for name, changes in settings.items():
         unknown = set(changes) - set(KNOB_REFERENCE)
         if unknown:
@@ -350,14 +369,20 @@ def knob_traces(coordinates, budget_s: float, settings: dict, seed: int = 0, chu
         k = {**KNOB_REFERENCE, **changes}
         selection = (evo.selection.Tournament(size=k["tournament"], elitism=k["elitism"]) if k["elitism"]
                      else evo.selection.Tournament(size=k["tournament"]))
-
-        def make(k=k, selection=selection):
-            return tsp_model(xy, seed=seed, mutation_rate=k["mutation_rate"], selection=selection,
-                             crossover_probability=k["crossover"])
-
-        traces[name] = ga_trace(name, make, tour_population(k["population"], xy.shape[0], seed), budget_s,
-                                chunk, compiled=True)
-    return traces
+        model = tsp_model(xy, seed=seed, mutation_rate=k["mutation_rate"], selection=selection,
+                          crossover_probability=k["crossover"])
+        populations = [tour_population(k["population"], xy.shape[0], seed + s) for s in range(starts)]
+        model.evolve(populations[0], generations=1)  # compiles; other run lengths reuse the program
+        results, seconds = [], []
+        for population in populations:
+            began = time.perf_counter()
+            results.append(model.evolve(population, generations=generations))
+            seconds.append(time.perf_counter() - began)
+        lengths = [float(r.best_fitness) for r in results]
+        runs[name] = {"lengths": lengths, "median": float(np.median(lengths)), "times": seconds,
+                      "seconds": float(np.median(seconds)), "history": list(results[0].history["best"]),
+                      "population": k["population"]}
+    return runs
 
 
 def tsp_variants(max_generations: int, seed: int = 0, *, ga_population: int = 256, memetic_population: int = 32,

@@ -262,8 +262,13 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     seconds = {name: s for name, s in timed.items() if not name.startswith("without ")}
     saved = {name: timed["whole generation"] - timed[f"without {name}"] for name in removable}
     stored = int(np.prod(state.population.shape)) * state.population.dtype.size
+    # the population-sized arrays a generation can hold: XLA fusion may never write some of them
+    arrays = (["the population"] + [f"{name}'s children" for name in names]
+              + [f"{name}'s mates" for name, node in zip(names, model.nodes) if isinstance(node.op, evo.ops.Mating)]
+              + ["selection's new population"])
     return {"comparison": cmp, "seconds": seconds, "saved": saved, "words": words_drawn[0], "individuals": n,
-            "genes": spec.size, "population_bytes": stored, "cache_bytes": _cache_bytes(), "packed": packed}
+            "genes": spec.size, "population_bytes": stored, "arrays": arrays, "cache_bytes": _cache_bytes(),
+            "packed": packed}
 
 
 def breakdown_table(breakdown: dict) -> list[dict]:
@@ -277,7 +282,8 @@ def breakdown_table(breakdown: dict) -> list[dict]:
 
 
 def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
-    """What the breakdown says against the limits: random words, the generator's rate, cache."""
+    """What the breakdown says against the limits: random words, the generator's rate, and the
+    smallest cache that holds the population-sized arrays of a generation."""
     sec, n, genes = breakdown["seconds"], breakdown["individuals"], breakdown["genes"]
     whole, drawn, words = sec["whole generation"], sec["random words alone"], breakdown["words"]
     rate = words / drawn
@@ -296,13 +302,16 @@ def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
                f"({saved[most] / whole:.0%} of the generation)"
                + ("; a part can cost less inside the generation than apart, where XLA fuses it with its "
                   "neighbours, or more." if abs(saved[most] - parts[most]) > 0.2 * parts[most] else "."))
-    caches = breakdown["cache_bytes"]
+    caches, arrays = breakdown["cache_bytes"], breakdown["arrays"]
     size = breakdown["population_bytes"]
-    fits = [level for level, b in sorted(caches.items()) if size <= b]
-    where = f"fits in {fits[0]} ({caches[fits[0]] // 1024:,} KiB)" if fits else "is larger than every cache"
-    out.append(f"The stored population is {size / 1024:,.0f} KiB and {where}: each generation moves it a few "
-               "times (mutation, crossover's mate rows, selection's gather), so memory traffic is not what "
-               "limits it while it stays in cache.")
+    total = size * len(arrays)
+    fits = [level for level, b in sorted(caches.items()) if total <= b]
+    largest = max(caches, key=caches.get, default=None)
+    where = (f"which fits in {fits[0]} ({caches[fits[0]] // 1024:,} KiB)" if fits else
+             f"more than the largest cache, {largest} ({caches[largest] // 1024:,} KiB)" if largest else
+             "against cache sizes this machine does not report")
+    out.append(f"The stored population is {size / 1024:,.0f} KiB; a generation handles up to {len(arrays)} arrays "
+               f"of that size ({', '.join(arrays)}), {total / 1024:,.0f} KiB in all, {where}.")
     return bench.Verdicts(out)
 
 
