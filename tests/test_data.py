@@ -269,4 +269,6 @@ def test_diagnosis_reports_time_beyond_input_plus_compute_without_clipping():
     assert hidden.overlap == pytest.approx(0.5) and hidden.bound == "input"
     assert "50% of the shorter half" in str(hidden.verdicts())
     assert _diagnosis(40, 100, 100).bound == "compute"
+    assert repr(hidden).startswith("input-bound: input 100 ms")
+    assert _diagnosis(40, 100, 100).bound_text == "compute-bound" and slow.bound_text == "bound by neither half"
     assert "hidden completely" in str(_diagnosis(40, 100, 90).verdicts())

@@ -16,6 +16,8 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
 
     The latency knobs offer half, the same and twice ``latency``; the step knob offers no
     step, ``step_ms`` and twice that (the consumer computes a ``Work`` of that length per batch).
+    The variants run in turns (``bench.compare(in_turns=True)``), so a change in the machine's load
+    hits them alike.
     """
     from course_lib.widgets import SpeedupWidget
 
@@ -43,5 +45,5 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
     return SpeedupWidget({v: builder(v) for v in variants}, sizes=sizes,
                          defaults={"record_ms": round(latency.record_s * 1e3, 3),
                                    "map_ms": round(latency.map_s * 1e3, 3), "step_ms": round(step_ms, 3)},
-                         baseline=variants[0], repeats=repeats,
+                         baseline=variants[0], repeats=repeats, in_turns=True,
                          title=f"tf.data: one epoch of {shards.n_records} records")
