@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from contextlib import nullcontext
@@ -72,6 +73,16 @@ class Work:
         self.ms, self.size = float(ms), size
         self.iterations = max(1, round(ms / 1e3 / per_iteration))
         self._run, self._n = run, tf.constant(self.iterations)
+
+    def scaled(self, factor: float) -> "Work":
+        """The same computation ``factor`` times as long, without calibrating again, so the two steps
+        compare by construction (a second calibration on a busy machine could differ)."""
+        if not isinstance(factor, (int, float)) or factor <= 0:
+            raise ValueError(f"Work.scaled needs a positive factor, got {factor!r}")
+        out = copy.copy(self)
+        out.ms, out.iterations = self.ms * factor, max(1, round(self.iterations * factor))
+        out._n = tf.constant(out.iterations)
+        return out
 
     def __call__(self, batch: Any = None):
         return self._run(self._n)
