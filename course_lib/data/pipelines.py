@@ -69,7 +69,8 @@ class Work:
             return tf.reduce_sum(x)
 
         probe = 32
-        per_iteration = bench.measure(lambda: run(tf.constant(probe)), repeats=3).median_s / probe
+        # the fastest repeat: the one least slowed by whatever else the machine ran while calibrating
+        per_iteration = min(bench.measure(lambda: run(tf.constant(probe)), repeats=5).times_s) / probe
         self.ms, self.size = float(ms), size
         self.iterations = max(1, round(ms / 1e3 / per_iteration))
         self._run, self._n = run, tf.constant(self.iterations)
