@@ -214,6 +214,19 @@ def test_widget_runs_headless(shards):
         data.pipeline_widget(shards, latency=FAST, step_ms=-1)
 
 
+def test_widget_uses_the_given_step_and_its_multiples(shards):
+    work = data.Work(2)
+    w = data.pipeline_widget(shards, ["naive"], latency=FAST, work=work, repeats=1)
+    assert w.sizes["step_ms"] == [0, 2, 4]
+    assert w.run(step_ms=4).params["step_ms"] == 4
+    double = work.scaled(2)
+    assert double.iterations == 2 * work.iterations and double.ms == 4 and work.ms == 2
+    with pytest.raises(ValueError, match="pass one of them"):
+        data.pipeline_widget(shards, latency=FAST, step_ms=3, work=work)
+    with pytest.raises(ValueError, match="positive factor"):
+        work.scaled(0)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="unknown pipeline variant 'fast'"):
         data.describe("fast")
@@ -269,4 +282,6 @@ def test_diagnosis_reports_time_beyond_input_plus_compute_without_clipping():
     assert hidden.overlap == pytest.approx(0.5) and hidden.bound == "input"
     assert "50% of the shorter half" in str(hidden.verdicts())
     assert _diagnosis(40, 100, 100).bound == "compute"
+    assert repr(hidden).startswith("input-bound: input 100 ms")
+    assert _diagnosis(40, 100, 100).bound_text == "compute-bound" and slow.bound_text == "bound by neither half"
     assert "hidden completely" in str(_diagnosis(40, 100, 90).verdicts())

@@ -73,8 +73,9 @@ def vectorise_map(parse_batch, parse_one, records):
 @exercise("04", 4, "predict an epoch's time",
           "Look at how lecture 04 simulates latency: which costs does slow_pipeline pay, how many times, "
           "and does any of them overlap another?",
-          "slow_pipeline does one thing at a time: every shard is opened once, every record read once and "
-          "decoded by its own map call.")
+          "Nothing in slow_pipeline runs beside anything else, so its waits add up. For each kind of "
+          "latency, count how often one epoch pays it: once per shard, per record, or per call of the map "
+          "(and how many records does one of slow_pipeline's map calls take?).")
 def predict_epoch(predicted_slow_s, shards, latency):
     answers.number(predicted_slow_s, "predicted_slow_s")
     n_shards = len(shards.paths)

@@ -106,14 +106,19 @@ class Diagnosis:
         parts = {"input": self.input_s, "compute": self.compute_s, "neither": self.unexplained_s}
         return max(parts, key=parts.get)
 
+    @property
+    def bound_text(self) -> str:
+        """``bound`` as a reader says it: "input-bound", "compute-bound" or "bound by neither half"."""
+        return f"{self.bound}-bound" if self.bound != "neither" else "bound by neither half"
+
     def verdicts(self) -> bench.Verdicts:
         """The diagnosis as sentences read from this measurement (Markdown in a notebook)."""
         ms = lambda s: f"{s * 1e3:.0f} ms"  # noqa: E731
         out = [f"one training epoch took {ms(self.training_s)}: the input alone {ms(self.input_s)}, "
                f"the compute alone {ms(self.compute_s)}"]
         if self.unexplained_s >= 0:
-            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together: nothing "
-                       f"overlapped (overlap {self.overlap:.0%}), and {ms(self.unexplained_s)} is explained by "
+            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together (overlap "
+                       f"{self.overlap:.0%}): whatever overlapped, {ms(self.unexplained_s)} is explained by "
                        f"neither half alone")
         elif self.training_s > max(self.input_s, self.compute_s):
             out.append(f"training took {ms(-self.unexplained_s)} less than input and compute together: "
@@ -147,7 +152,7 @@ class Diagnosis:
         return bench.table(rows)
 
     def __repr__(self) -> str:
-        return (f"{self.bound}: input {self.input_s * 1e3:.0f} ms, compute {self.compute_s * 1e3:.0f} ms, "
+        return (f"{self.bound_text}: input {self.input_s * 1e3:.0f} ms, compute {self.compute_s * 1e3:.0f} ms, "
                 f"training {self.training_s * 1e3:.0f} ms per epoch ({self.unexplained_s * 1e3:+.0f} ms "
                 f"against input + compute)")
 
@@ -160,13 +165,18 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
              repeats: int = 3) -> Diagnosis:
     """Is training on ``dataset`` input-bound or compute-bound, and what else costs time?
 
-    Times one epoch three ways in the same run: iterating the input pipeline alone,
+    Times one epoch three ways in the same run, in turns: iterating the input pipeline alone,
     training on the same batches already in memory (compute alone), and training on
     the pipeline; each ``fit`` epoch is also split into ``EPOCH_PARTS``. ``dataset``
     yields the dict batches of ``pipeline``.
     """
     ready = transform({"id": shards.ids, "x": shards.x, "y": shards.y})
     in_memory = tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache()
+    # It has nothing to tune; without autotuning, fit's end-of-epoch teardown of its iterator does not
+    # wait for the autotuning thread (see consume), which would add a random wait to the compute alone.
+    no_autotune = tf.data.Options()
+    no_autotune.autotune.enabled = False
+    in_memory = in_memory.with_options(no_autotune)
     train = xy(dataset)
     clocks = {"compute only": _epoch_clock(), "training": _epoch_clock()}
 
@@ -182,7 +192,7 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
     variants = {"input only": lambda: consume(dataset), "compute only": fit("compute only", in_memory),
                 "training": fit("training", train)}
     # The first, separately reported epoch is the warm-up: it traces the training step.
-    comparison = bench.compare(variants, baseline="training", repeats=repeats, warmup=0, number=1,
+    comparison = bench.compare(variants, baseline="training", repeats=repeats, warmup=0, in_turns=True,
                                title=f"one epoch, batch {batch_size}")
     epochs = {}
     for name, clock in clocks.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from contextlib import nullcontext
 from typing import Any, Callable, Sequence
@@ -67,10 +69,21 @@ class Work:
             return tf.reduce_sum(x)
 
         probe = 32
-        per_iteration = bench.measure(lambda: run(tf.constant(probe)), repeats=3).median_s / probe
+        # the fastest repeat: the one least slowed by whatever else the machine ran while calibrating
+        per_iteration = min(bench.measure(lambda: run(tf.constant(probe)), repeats=5).times_s) / probe
         self.ms, self.size = float(ms), size
         self.iterations = max(1, round(ms / 1e3 / per_iteration))
         self._run, self._n = run, tf.constant(self.iterations)
+
+    def scaled(self, factor: float) -> "Work":
+        """The same computation ``factor`` times as long, without calibrating again, so the two steps
+        compare by construction (a second calibration on a busy machine could differ)."""
+        if not isinstance(factor, (int, float)) or factor <= 0:
+            raise ValueError(f"Work.scaled needs a positive factor, got {factor!r}")
+        out = copy.copy(self)
+        out.ms, out.iterations = self.ms * factor, max(1, round(self.iterations * factor))
+        out._n = tf.constant(out.iterations)
+        return out
 
     def __call__(self, batch: Any = None):
         return self._run(self._n)
@@ -162,6 +175,9 @@ def consume(dataset: tf.data.Dataset, *, recorder: Recorder | None = None,
     Each batch is handed to ``step`` (a training step, say) or, without one, the consumer
     sleeps ``step_s`` to stand in for it. With a ``recorder``, the time spent waiting for
     each batch and the time spent on it are logged as "wait" and "step" spans.
+
+    The exhausted iterator is destroyed on a background thread (``_release``), so a timed call
+    ends with the last step, where a recorded run's timeline ends too.
     """
     count = 0
     iterator = iter(dataset)
@@ -178,7 +194,21 @@ def consume(dataset: tf.data.Dataset, *, recorder: Recorder | None = None,
             elif step_s:
                 time.sleep(step_s)
         count += len(ids)
+    holder = [iterator]
+    del iterator  # the holder has the last reference: the iterator dies where holder.clear() runs
+    _release(holder)
     return count
+
+
+def _release(holder: list) -> None:
+    """Destroy the one iterator in ``holder`` on a background thread.
+
+    Destroying a ``tf.data`` iterator stops its autotuning thread, and in this TensorFlow that
+    thread first sleeps out the rest of its current tuning interval, an interval that doubles as the
+    epoch goes on: the caller would wait anywhere from nothing to a large part of an epoch, at random,
+    whatever the pipeline. The sleep costs no CPU, so it can run beside the next epoch.
+    """
+    threading.Thread(target=holder.clear, name="release tf.data iterator", daemon=True).start()
 
 
 def record_run(shards: Shards, variant: str, *, latency: Latency = Latency(), batch_size: int = 16,
@@ -220,7 +250,8 @@ def compare_pipelines(shards: Shards, variants: Sequence[str] = VARIANTS, *, lat
 
     The consumer computes a ``Work(step_ms)`` on each batch (nothing when 0). Each dataset is
     built once and iterated on each call, so "cache" reports its first, uncached epoch as the
-    first call and its cached epochs as the median.
+    first call and its cached epochs as the median. The variants run in turns, so a change in the
+    machine's load hits them alike.
     """
     for v in variants:
         check_variant(v)
@@ -228,7 +259,7 @@ def compare_pipelines(shards: Shards, variants: Sequence[str] = VARIANTS, *, lat
     datasets = {v: pipeline(shards, v, latency=latency, batch_size=batch_size, threads=threads)
                 for v in variants}
     return bench.compare({v: (lambda ds=ds: consume(ds, step=step)) for v, ds in datasets.items()},
-                         baseline=variants[0], repeats=repeats, number=1,
+                         baseline=variants[0], repeats=repeats, number=1, in_turns=True,
                          title=f"one epoch of {shards.n_records} records, batch {batch_size}, "
                                f"{step_ms:g} ms step",
                          params={"latency": latency, "batch_size": batch_size, "threads": threads,

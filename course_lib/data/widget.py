@@ -10,28 +10,45 @@ from course_lib.data.shards import Shards
 
 
 def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, latency: Latency = Latency(),
-                    batch_size: int = 16, threads: int | None = None, step_ms: float = 0.0, repeats: int = 3):
+                    batch_size: int = 16, threads: int | None = None, step_ms: float = 0.0,
+                    work: Work | None = None, repeats: int = 3):
     """A ``SpeedupWidget`` comparing the variants; its knobs are the read and map latencies
     and the consumer's step (ms).
 
     The latency knobs offer half, the same and twice ``latency``; the step knob offers no
     step, ``step_ms`` and twice that (the consumer computes a ``Work`` of that length per batch).
+    ``work`` is a calibrated step to use at ``step_ms`` (its ``ms`` by default), so the widget's
+    steps are the ones timed elsewhere; without it one ``Work(step_ms)`` is calibrated here.
+    The variants run in turns (``bench.compare(in_turns=True)``), so a change in the machine's load
+    hits them alike.
     """
     from course_lib.widgets import SpeedupWidget
 
     for v in variants:
         check_variant(v)
+    if work is not None:
+        if not isinstance(work, Work):
+            raise TypeError(f"work must be a data.Work, got {type(work).__name__}")
+        if step_ms and step_ms != work.ms:
+            raise ValueError(f"step_ms={step_ms!r} but work computes for {work.ms:g} ms: pass one of them")
+        step_ms = work.ms
     if not isinstance(step_ms, (int, float)) or step_ms < 0:
         raise ValueError(f"step_ms must be a number of milliseconds >= 0, got {step_ms!r}")
-    works: dict[float, Work] = {}  # calibrated once per length, shared by the variants
+    base = work  # one calibrated step (made on first use when None); the other lengths are multiples of it
+
+    def step_of(ms: float) -> Work | None:
+        nonlocal base
+        if not ms:
+            return None
+        if base is None:
+            base = Work(step_ms or ms)
+        return base.scaled(ms / base.ms)
 
     def builder(variant):
         def build(record_ms: float, map_ms: float, step_ms: float):
             lat = Latency(open_s=latency.open_s, record_s=record_ms / 1e3, map_s=map_ms / 1e3)
             ds = pipeline(shards, variant, latency=lat, batch_size=batch_size, threads=threads)
-            if step_ms and step_ms not in works:
-                works[step_ms] = Work(step_ms)
-            step = works.get(step_ms)
+            step = step_of(step_ms)
             return lambda: consume(ds, step=step)
         return build
 
@@ -43,5 +60,5 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
     return SpeedupWidget({v: builder(v) for v in variants}, sizes=sizes,
                          defaults={"record_ms": round(latency.record_s * 1e3, 3),
                                    "map_ms": round(latency.map_s * 1e3, 3), "step_ms": round(step_ms, 3)},
-                         baseline=variants[0], repeats=repeats,
+                         baseline=variants[0], repeats=repeats, in_turns=True,
                          title=f"tf.data: one epoch of {shards.n_records} records")
