@@ -34,8 +34,8 @@ def _layers_forbidden(model):
 
 @exercise("09", 1, "the hand-written forward pass",
           "deep_thin.dense_layers(model) lists the layers in order; each keeps its weights as .kernel and .bias.",
-          "Each layer multiplies its input by the kernel, adds the bias and applies its activation (tanh); "
-          "what one layer returns is what the next one reads.")
+          "A Dense layer is an affine map of its input followed by its activation; what one layer returns is "
+          "what the next one reads.")
 def hand_written_pass(hand_written, model, x):
     expected = model(x).numpy()
     try:

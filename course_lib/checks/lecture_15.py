@@ -23,8 +23,8 @@ def _kernel_case():
 @exercise("15", 1, "slice a layer's kernels from the population",
           "neuro.Layout(model).slots[k] says where layer k's weights start in a genome, and how many inputs and "
           "units it has.",
-          "A kernel is stored row-major as (inputs, units), and each layer's bias follows its kernel: slice "
-          "population[:, start:end] and reshape it with the population axis first.")
+          "In a genome a layer's kernel is one unbroken stretch of genes, (inputs, units) row after row, with "
+          "its bias after it; every genome of the population has the same layout.")
 def kernels(kernels_of):
     assert callable(kernels_of), \
         f"kernels_of should be a function (population, layout, k), got {type(kernels_of).__name__}"
