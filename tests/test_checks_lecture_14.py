@@ -31,14 +31,28 @@ def test_shorter_tour(tsp):
     classical = app.two_opt(app.nearest_neighbour_tour(d), d)
     assert not np.array_equal(classical, tour)  # this instance tells the two apart
     assert "not the GA's best" in fail(1, **dict(ok, tour=classical))
-    assert fail(1, **dict(ok, reference=reference / 1.05)) is None  # 5% longer than the reference passes
+    assert fail(1, **dict(ok, reference=reference / 1.09)) is None  # 9% longer than the reference passes
     one_generation = model.evolve(start, generations=1)
     polished = app.two_opt(one_generation.best, d)
     assert "has not searched enough" in fail(1, **dict(ok, result=one_generation, tour=polished,
                                                       reference=app.tour_length(polished, d)))
-    assert "has not searched enough" in fail(1, **dict(ok, reference=reference / 1.07))
+    assert "has not searched enough" in fail(1, **dict(ok, reference=reference / 1.11))
     assert "exactly once" in fail(1, **dict(ok, tour=np.zeros(N, int)))
     assert "what model.evolve returns" in fail(1, **dict(ok, result=tour))
+
+
+def test_shorter_tour_passes_from_any_seed():
+    """The solution's settings (30 cities, 256 tours, 300 generations) pass 14.1 with room to spare from every
+    seed tried, so whether a sufficient answer passes does not depend on the seed."""
+    xy = app.cities("random", 30, seed=7)
+    d = app.distance_matrix(xy)
+    reference = app.tour_length(app.two_opt(app.nearest_neighbour_tour(d), d), d)
+    for model_seed in (0, 1):
+        model = app.tsp_model(xy, mode="graph", seed=model_seed)
+        for start_seed in range(4):
+            result = model.evolve(app.tour_population(256, 30, seed=start_seed), generations=300)
+            assert fail(1, result=result, tour=app.two_opt(result.best, d), distances=d, reference=reference) is None
+            assert app.tour_length(result.best, d) <= 1.08 * reference  # two points below the bar
 
 
 def test_hard_knapsack():

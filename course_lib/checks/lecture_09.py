@@ -34,8 +34,8 @@ def _layers_forbidden(model):
 
 @exercise("09", 1, "the hand-written forward pass",
           "deep_thin.dense_layers(model) lists the layers in order; each keeps its weights as .kernel and .bias.",
-          "Each layer multiplies its input by the kernel, adds the bias and applies its activation (tanh); "
-          "what one layer returns is what the next one reads.")
+          "A Dense layer is an affine map of its input followed by its activation; what one layer returns is "
+          "what the next one reads.")
 def hand_written_pass(hand_written, model, x):
     expected = model(x).numpy()
     try:
@@ -67,8 +67,8 @@ def one_graph(served, model, batches):
 
 @exercise("09", 3, "the cost of one eager layer call",
           "bench.compare takes a dict of zero-argument functions; build the tf.function once, before it.",
-          "The tf.function variant calls graph_model (made once, outside the lambda); us_per_layer is the "
-          "eager median from overhead, in microseconds, over the number of layers.")
+          "A tf.function made inside the timed lambda would trace at every call, and you would time tracing. "
+          "The comparison keeps each variant's Timing; one eager call pays its overhead once per layer.")
 def eager_layer_cost(variants, graph_model, overhead, us_per_layer, model, x, depth):
     names = ["eager", "tf.function"]
     method.variants_named(variants, names)
@@ -93,8 +93,8 @@ def eager_layer_cost(variants, graph_model, overhead, us_per_layer, model, x, de
 
 @exercise("09", 4, "predict the trace count",
           "A tf.function keeps one graph per input signature it has seen: look at what differs between calls.",
-          "For a tensor argument the signature is its shape and dtype; a Python number is part of the signature "
-          "by its value.")
+          "Walk through the calls in order and mark each one that brings something the function has not seen. "
+          "Lecture 02 shows what counts as new for a tensor and for a Python number.")
 def predict_traces(plain_traces, factor_traces, model, sizes, factors):
     for name, value in (("plain_traces", plain_traces), ("factor_traces", factor_traces)):
         assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \

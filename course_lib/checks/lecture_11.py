@@ -22,8 +22,9 @@ def _run(what: str, fn, *args, **kwargs):
 
 @exercise("11", 1, "creep mutation",
           "Lecture 11's ops (and course_lib/evo/ops) show the three rules: rows.take, draws from rng, tensor ops.",
-          "Draw a uniform mask (which genes move) and a 0/1 coin per gene (which way), both with the rows you "
-          "are given; move with tf.where and keep the genes in range with tf.clip_by_value.")
+          "Each gene takes two independent random decisions, whether it moves and which way, each from its own "
+          "key derived from the one you are given; a gene that stays keeps its value, and one that steps past "
+          "an end is brought back into range.")
 def creep_mutation(CreepMutation, population):
     op = _run("CreepMutation(rate=0.1, low=0, high=10)", CreepMutation, rate=0.1, low=0, high=10)
     x = np.asarray(population)
@@ -86,7 +87,8 @@ def measure_as_evolve(children, autograph, xla, variants, creep, n_ops, populati
 
 @exercise("11", 3, "predict the traces of a generation loop",
           "A tf.function picks its graph from its arguments: tensors by shape and dtype, Python values by value.",
-          "by_seed gets a new Python int every generation; by_key gets a new tensor of the same shape and dtype.")
+          "For each loop, write down what its tf.function receives at generation 0, 1, 2, ...: which of those "
+          "arguments differ in what picks a graph?")
 def predict_loop_traces(seed_traces, key_traces, children, population, generations):
     for name, value in (("seed_traces", seed_traces), ("key_traces", key_traces)):
         assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \

@@ -19,7 +19,7 @@ def _whole(value, name: str) -> None:
 @exercise("12", 1, "pick a chunk size",
           "Lecture 12: evolve runs `chunk` generations per compiled call, and callbacks run between calls.",
           "The callback runs after every chunk, and once more at the end of the run if the last chunk is "
-          "shorter: pick a chunk that divides the run into the report points exactly.")
+          "shorter: for a candidate CHUNK, list the generations at which its chunks end.")
 def pick_chunk(reports, CHUNK):
     assert isinstance(reports, evo.callbacks.Callback), "Reports should subclass evo.callbacks.Callback"
     fresh = type(reports)()

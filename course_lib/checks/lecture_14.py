@@ -15,7 +15,10 @@ from course_lib import evo
 from course_lib.checks import exercise, method
 from course_lib.lessons import applications as app
 
-WITHIN = 1.06  # the GA's own best tour, and the polished one, within 6% of nearest neighbour + 2-opt
+# The GA's own best tour within 10% of nearest neighbour + 2-opt: an elitist run ends in one of a few local
+# optima, which one depending on the seed, so the bar leaves room above the longest of them that the
+# solution's settings reach (tests/test_checks_lecture_14.py runs those settings from several seeds).
+WITHIN = 1.10
 
 
 def _result(value, name: str) -> evo.Result:
@@ -31,7 +34,7 @@ def _consistent(result: evo.Result, fitness_of_best: float, maximize: bool) -> N
         "result.best is not the best of the run's history: pass the Result that evolve returned"
 
 
-@exercise("14", 1, "a tour as short as a classical heuristic's",
+@exercise("14", 1, "a tour close to a classical heuristic's",
           "app.tsp_model builds the GA; model.evolve returns a Result whose best is a tour; app.two_opt polishes it.",
           "If the GA's own best is too long, give it more tours or more generations; the polished tour starts "
           "from result.best, not from another tour.")
@@ -82,8 +85,10 @@ def xla_on_tours(variants, tours, speedup, generations):
 
 
 @exercise("14", 4, "predict 2-opt's work per move",
-          "Count the pairs for one i first: how many j satisfy i + 2 <= j <= n - 1? Then add over i.",
-          "The counts for i = 0, 1, 2, ... form a sequence that falls by one each step; one score is 8 bytes.")
+          "Name a reversal by the last position before its segment, i, and the segment's last position, j; turn "
+          "the rules of a move into bounds on i, and on j for a given i, then count.",
+          "Small tours are easy to list by hand: count the moves of a 5-city tour and check your rule on it. "
+          "The dtype of the scores is the one two_opt converts the distances to.")
 def two_opt_work(reversals, delta_bytes, tour, distances):
     for name, value in (("reversals", reversals), ("delta_bytes", delta_bytes)):
         assert isinstance(value, (int, np.integer)) and not isinstance(value, bool), \

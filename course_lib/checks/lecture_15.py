@@ -23,8 +23,8 @@ def _kernel_case():
 @exercise("15", 1, "slice a layer's kernels from the population",
           "neuro.Layout(model).slots[k] says where layer k's weights start in a genome, and how many inputs and "
           "units it has.",
-          "A kernel is stored row-major as (inputs, units), and each layer's bias follows its kernel: slice "
-          "population[:, start:end] and reshape it with the population axis first.")
+          "In a genome a layer's kernel is one unbroken stretch of genes, (inputs, units) row after row, with "
+          "its bias after it; every genome of the population has the same layout.")
 def kernels(kernels_of):
     assert callable(kernels_of), \
         f"kernels_of should be a function (population, layout, k), got {type(kernels_of).__name__}"
@@ -44,8 +44,8 @@ def kernels(kernels_of):
 
 @exercise("15", 2, "measure networks per second",
           "bench.measure times a zero-argument function: the first call apart, then the median of repeats.",
-          "Time the XLA-compiled batched forward on all the genomes at once; the rate is networks per call "
-          "divided by the time of a steady-state call.")
+          "One call evaluates every genome. Of the times bench.measure reports, which describes the program "
+          "rather than its tracing and compilation?")
 def networks_per_second(forward, timing, rate, population):
     assert method.is_xla(forward), \
         "forward should be the batched layout.forward compiled with XLA: tf.function(..., jit_compile=True)"
@@ -65,8 +65,8 @@ def networks_per_second(forward, timing, rate, population):
 @exercise("15", 3, "predict the work of a batched episode loop",
           "Lecture 15, cart-pole: the whole episode is one tf.while_loop over every policy and episode at once; "
           "read its condition in course_lib.problems.control.rollout.",
-          "The loop runs while any episode is still running (and at most `steps` times), and each pass steps "
-          "every episode of every policy; a failed episode is frozen with tf.where, which still computes it.")
+          "Which episode decides when the loop stops: the first to fail, an average one, or the last? Then ask "
+          "what one pass of the body computes for an episode that has already failed.")
 def loop_work(iterations, simulated, useful_share, returns, steps):
     r = np.asarray(bench.force(returns))
     for value, name in ((iterations, "iterations"), (simulated, "simulated")):
