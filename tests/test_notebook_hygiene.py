@@ -13,6 +13,9 @@ Every committed output (notebooks/, solutions/, exercises/) is read, not execute
 - no project history in markdown cells: a lecture explains the mechanism and the measurement on the
   reader's machine, not how the code changed ("used to", "this round", "before this", an issue number,
   a commit hash); a compared old implementation is a named variant measured in the same run;
+- every code cell that draws a chart (``result.plot()``, ``plotting.*``, ``plt.subplots``, a profile
+  timeline) holds the chart as an image: a notebook executed where matplotlib drew off-screen (a shell's
+  ``MPLBACKEND=Agg`` reaching the kernel) keeps the prose about a chart and loses the chart;
 - a lecture *compares variants* when its code calls ``bench.compare`` or its outputs show a speedup
   table (the one ``bench.Comparison`` renders); such a lecture must have built and displayed a live
   ``SpeedupWidget`` when it was executed (its saved widget state holds the widget's CSS class).
@@ -51,6 +54,7 @@ HISTORY = re.compile(
     r"|\bissue #?\d+|(?<![\w&])#\d{2,}\b"                                          # issue numbers
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",                           # commit hashes
     re.IGNORECASE)
+DRAWS = re.compile(r"\.plot\(|\bplot_\w+\(|\bplotting\.\w+\(|\bplt\.(?:subplots|figure|plot)\(|\btimelines?\(")
 SPEEDUP_TABLE = "<th>speedup</th>"  # bench.Comparison._repr_html_'s last column
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -112,6 +116,13 @@ def history_words(nb) -> list[str]:
     return bad
 
 
+def missing_charts(nb) -> list[str]:
+    """Code cells that draw a chart but hold no image output."""
+    return [f"cell {index}: {DRAWS.search(cell.source).group(0)}..." for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and DRAWS.search(cell.source)
+            and not any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))]
+
+
 def compares_variants(nb) -> bool:
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     return "bench.compare(" in code or any(SPEEDUP_TABLE in text for _, text in output_texts(nb))
@@ -165,6 +176,13 @@ def test_the_checks_catch_what_they_claim_to():
     for text in plain:
         assert not history_words(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])), text
 
+    image = nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+    charts = nbformat.v4.new_notebook()
+    charts.cells = [nbformat.v4.new_code_cell(src, outputs=outs) for src, outs in [
+        ("result.plot();", [image]), ("result.plot();", []), ("plotting.fitness_history(h);", []),
+        ("fig, ax = plt.subplots(1, 2)", []), ("print(result)", []), ("plt.close(fig)", [])]]
+    assert [line.split(":")[0] for line in missing_charts(charts)] == ["cell 1", "cell 2", "cell 3"]
+
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("r = bench.compare({'a': f, 'b': g})")]
     assert compares_variants(nb) and not shows_speedup_widget(nb)
@@ -208,3 +226,11 @@ def test_a_lecture_that_compares_variants_uses_the_widget(path):
     missing = compares_variants(nb) and not shows_speedup_widget(nb)
     assert not missing, (f"{path.name} compares variants (bench.compare or a speedup table) "
                          "but displayed no SpeedupWidget when it was executed")
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.name}/{p.stem}" for p in COMMITTED])
+def test_every_chart_drawn_is_saved_in_the_notebook(path):
+    missing = missing_charts(nbformat.read(path, as_version=4))
+    assert not missing, (f"{path.name} draws charts that its committed outputs do not hold (was it executed "
+                         "with MPLBACKEND=Agg? re-execute it with `course lectures --in-place`):\n"
+                         + "\n".join(missing))
