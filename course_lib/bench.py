@@ -525,6 +525,16 @@ def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
 
+def text_table_of(rows: Iterable[Mapping[str, Any]], float_format: str = ".3g") -> str:
+    """``text_table`` from a list of dicts with the same keys (the plain-text counterpart of ``table``):
+    the first dict's keys head the columns, floats are written with ``float_format``."""
+    rows = list(rows)
+    if not rows:
+        return "(no rows)"
+    return text_table(list(rows[0]), [[format(v, float_format) if isinstance(v, float) else v for v in row.values()]
+                                      for row in rows])
+
+
 def table(rows: Iterable[Mapping[str, Any]]) -> str:
     """An HTML table from a list of dicts with the same keys (for results that are not timings)."""
     rows = list(rows)

@@ -316,8 +316,7 @@ class Transfers:
 
     def __repr__(self) -> str:
         from course_lib import bench
-        rows = self.summary()
-        return bench.text_table(list(rows[0]) if rows else ["move"], [list(r.values()) for r in rows])
+        return bench.text_table_of(self.summary())
 
     def verdicts(self):
         """One sentence per move, read from the timings (Markdown in a notebook)."""

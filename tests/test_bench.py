@@ -118,6 +118,12 @@ def test_ratio_text_stays_readable_at_both_ends():
     assert bench.ratio_text(1234.0) == "1,234x"
 
 
+def test_a_text_table_of_dicts_heads_with_the_keys_and_formats_floats():
+    text = bench.text_table_of([{"move": "copy", "ms": 1.23456, "n": 3}, {"move": "view", "ms": 0.5, "n": 12}], ".2f")
+    assert text.splitlines() == ["move  ms    n", "copy  1.23  3", "view  0.50  12"]
+    assert bench.text_table_of([]) == "(no rows)"
+
+
 def test_a_speedup_column_writes_every_slower_row_the_same_way():
     assert [bench.speedup_text(r) for r in (2.314, 1.0, 1 / 1.58, 0.223, 1 / 226)] == [
         "2.31x", "1x", "1.58x slower", "4.48x slower", "226x slower"]

@@ -526,9 +526,7 @@ class LatencyTable:
         return rows
 
     def __repr__(self) -> str:
-        rows = self.rows()
-        cells = [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
-        return bench.text_table(list(rows[0]), cells) + f"\n(milliseconds per call; speedup over {self.baseline})"
+        return bench.text_table_of(self.rows()) + f"\n(milliseconds per call; speedup over {self.baseline})"
 
     def _repr_html_(self) -> str:
         first = next(iter(self.comparisons.values()))

@@ -133,10 +133,8 @@ class Breakdown:
         return table(self.rows)
 
     def __repr__(self) -> str:
-        from course_lib.bench import text_table
-        rows = self.rows
-        return text_table(list(rows[0]) if rows else ["step"],
-                          [[f"{v:.1f}" if isinstance(v, float) else v for v in r.values()] for r in rows])
+        from course_lib.bench import text_table_of
+        return text_table_of(self.rows, ".1f")
 
 
 def step_breakdown(trace: Trace) -> Breakdown:
