@@ -236,12 +236,12 @@ def variants(width: int = 4, activation: str = "tanh") -> dict[str, Callable[...
     its own, which no other variant traces, compiles or reads, so the three eager models
     are timed under the same conditions; the generated code and the graphs share one more.
     """
-    models: dict[tuple[str, int], keras.Model] = {}
+    models: dict[tuple[str, str, int], keras.Model] = {}
 
-    def prepared(kind, depth, batch):
-        if (kind, depth) not in models:
-            models[kind, depth] = build(kind.split()[0], depth, width, activation)
-        return models[kind, depth], tf.random.stateless_normal([batch, width], seed=[0, 0])
+    def prepared(kind, depth, batch, user="eager"):
+        if (kind, user, depth) not in models:  # one model per kind, depth and the variants that share it
+            models[kind, user, depth] = build(kind, depth, width, activation)
+        return models[kind, user, depth], tf.random.stateless_normal([batch, width], seed=[0, 0])
 
     def eager(kind):
         def builder(depth, batch):
@@ -250,13 +250,13 @@ def variants(width: int = 4, activation: str = "tanh") -> dict[str, Callable[...
         return builder
 
     def generated(depth, batch):
-        model, x = prepared("functional for code and graphs", depth, batch)
+        model, x = prepared("functional", depth, batch, user="code and graphs")
         fn = generated_forward(model)
         return lambda: fn(x)
 
     def graph(jit_compile):
         def builder(depth, batch):
-            model, x = prepared("functional for code and graphs", depth, batch)
+            model, x = prepared("functional", depth, batch, user="code and graphs")
             fn = tf.function(model, jit_compile=jit_compile)
             return lambda: fn(x)
         return builder
