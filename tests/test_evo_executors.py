@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from course_lib import evo
-from course_lib.evo import distributed, executors
+from course_lib.evo import executors, sharding
 
 
 def model():
@@ -26,6 +26,6 @@ def test_one_device_and_its_program_follow_the_protocols():
 
 def test_replicated_and_its_program_follow_the_protocols():
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    replicated = distributed.Replicated(strategy, distributed.policy("global", 10, 1))
+    replicated = sharding.Replicated(strategy, sharding.policy("global", 10, 1))
     assert isinstance(replicated, executors.Executor) and replicated.replicas == 1
     assert isinstance(replicated.program(model(), "graph", False, 8, None, 4), executors.Program)

@@ -8,11 +8,11 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.benchmarks import ops as op_benchmarks
-from course_lib.evo import fusion, packed, rng
-from course_lib.evo.graph import GenomeSpec
+from course_lib.evo import bitpack, fusion, rng
 from course_lib.evo.ops import base
 from course_lib.evo.ops.mutation import BlockPicks, GeneMask
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import GenomeSpec
 
 N = 24
 
@@ -358,23 +358,23 @@ def test_get_config_names_a_parameter_it_cannot_read():
 @pytest.mark.parametrize("shape", [(64,), (70,), (6, 7)])
 def test_pack_unpack_round_trip(shape):
     x = evo.population.random_integers((5, *shape), 0, 2)
-    words = packed.pack(x)
-    assert words.dtype == tf.uint32 and words.shape == (5, packed.n_words(int(np.prod(shape))))
-    np.testing.assert_array_equal(packed.unpack(words, shape, tf.int32).numpy(), x.numpy())
-    np.testing.assert_array_equal(packed.popcount(words).numpy(), x.numpy().reshape(5, -1).sum(1))
+    words = bitpack.pack(x)
+    assert words.dtype == tf.uint32 and words.shape == (5, bitpack.n_words(int(np.prod(shape))))
+    np.testing.assert_array_equal(bitpack.unpack(words, shape, tf.int32).numpy(), x.numpy())
+    np.testing.assert_array_equal(bitpack.popcount(words).numpy(), x.numpy().reshape(5, -1).sum(1))
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"])
 def test_all_binary_sees_every_gene_other_than_0_and_1(dtype):
     genes = np.zeros((3, 40), dtype)
     genes[1, ::3] = 1
-    assert bool(packed.all_binary(tf.constant(genes)))
+    assert bool(bitpack.all_binary(tf.constant(genes)))
     bad = [2, np.iinfo(dtype).max] + ([-1, np.iinfo(dtype).min] if np.iinfo(dtype).min < 0 else [])
     for value in bad:
         for row, col in [(0, 0), (2, 39)]:
             wrong = genes.copy()
             wrong[row, col] = value
-            assert not bool(packed.all_binary(tf.constant(wrong))), (value, row, col)
+            assert not bool(bitpack.all_binary(tf.constant(wrong))), (value, row, col)
 
 
 PACKABLE = [evo.ops.BitFlipMutation(1 / 70), evo.ops.BitFlipMutation(0.3), evo.ops.UniformCrossover(),
@@ -388,13 +388,13 @@ def test_packed_ops_equal_unpacked_ops(op, shape):
     spec = GenomeSpec(shape, tf.int32)
     key, rows = rng.key(11), Rows.all(N)
     plain = op.apply([x], key, rows).numpy()
-    words = op.apply_packed([packed.pack(x)], key, rows, spec)
-    np.testing.assert_array_equal(packed.unpack(words, shape, tf.int32).numpy(), plain)
+    words = op.apply_packed([bitpack.pack(x)], key, rows, spec)
+    np.testing.assert_array_equal(bitpack.unpack(words, shape, tf.int32).numpy(), plain)
 
 
 def test_interval_words_set_exactly_the_interval():
     lo, hi = tf.constant([0, 5, 31, 40, 10]), tf.constant([70, 5, 33, 64, 70])
-    bits = packed.words_to_bits(packed.interval_words(lo, hi, 3), 70).numpy()
+    bits = bitpack.words_to_bits(bitpack.interval_words(lo, hi, 3), 70).numpy()
     pos = np.arange(70)
     expected = (pos >= lo.numpy()[:, None]) & (pos < hi.numpy()[:, None])
     np.testing.assert_array_equal(bits, expected)

@@ -164,7 +164,7 @@ def test_a_best_found_in_generation_zero_is_kept():
 def test_elitism_argument_errors(tmp_path):
     with pytest.raises(ValueError, match="Tournament elitism must be a whole number >= 0, got -1"):
         evo.selection.Tournament(elitism=-1)
-    with pytest.raises(ValueError, match="Rank elitism must be a whole number >= 0"):
+    with pytest.raises(TypeError, match="Rank elitism must be a whole number >= 0"):
         evo.selection.Rank(elitism=1.5)
     model = onemax_model(lambda p: tf.reduce_sum(tf.cast(p, tf.float32), 1), "graph",
                          evo.selection.Tournament(size=2, elitism=8))

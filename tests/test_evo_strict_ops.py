@@ -15,8 +15,8 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo import fusion, rng
-from course_lib.evo.graph import FLOAT_DTYPES, INTEGER_DTYPES
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import FLOAT_DTYPES, INTEGER_DTYPES
 
 
 def assert_count(observed, n, p, what=""):

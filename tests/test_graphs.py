@@ -26,7 +26,7 @@ def test_matmul_variants_agree():
 def test_builders_reject_bad_sizes():
     with pytest.raises(ValueError, match="ops must be a whole number >= 1, got 0"):
         graphs.small_ops_variants()["eager"](ops=0)
-    with pytest.raises(ValueError, match="n must be a whole number >= 1, got 2.5"):
+    with pytest.raises(TypeError, match="n must be a whole number >= 1, got float 2.5"):
         graphs.matmul_variants()["eager"](n=2.5)
     with pytest.raises(ValueError, match="batch must be"):
         graphs.train_step_variants()["train_on_batch"](batch=-1)

@@ -4,7 +4,7 @@ per count (virtual CPUs are fixed when TensorFlow starts)."""
 from __future__ import annotations
 
 from course_lib import bench, devices, distribute, evo, processes
-from course_lib.evo import distributed
+from course_lib.evo import sharding
 from course_lib.lessons.evolution import onemax_model, rastrigin_model, replica_comparison
 
 
@@ -58,7 +58,7 @@ def measure_replicas(args) -> bench.Report:
                 else [("onemax", (4096, 1024)), ("rastrigin", (4096, 100))])
     for r in args.replicas:
         for _, (n, _) in problems:
-            distributed.shard_size(n, r)
+            sharding.shard_size(n, r)
     runs = [processes.run("course_lib.benchmarks.ga_replicas:measure_replicas_in_fresh_process",
                           args=[r, problems, generations, args.repeats], env={"TF_CPP_MIN_LOG_LEVEL": "3"},
                           timeout=1800).result for r in args.replicas]

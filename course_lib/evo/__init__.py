@@ -12,7 +12,8 @@ compiled with XLA as a whole (many generations per call).
 """
 
 from course_lib.evo import callbacks, fitness, neuro, ops, pareto, population, selection
-from course_lib.evo.graph import Input
-from course_lib.evo.model import Model, Result
+from course_lib.evo.model import Model
+from course_lib.evo.result import Result
+from course_lib.evo.symbolic import Input
 
 __all__ = ["Input", "Model", "Result", "ops", "fitness", "selection", "population", "callbacks", "neuro", "pareto"]

@@ -3,7 +3,7 @@
 ``prepare`` validates the population and options, decides packing, the batch size
 under a memory budget and the mode (timing the modes for 'auto'), and reads a
 checkpoint to resume. ``evolve`` then runs chunks of generations through the
-executor's compiled program (``executors.OneDevice`` or ``distributed.Replicated``):
+executor's compiled program (``executors.OneDevice`` or ``sharding.Replicated``):
 chunks end where a callback's ``every`` asks, early stopping (target and patience) is
 compiled into the program so a run stops at the exact generation, history is
 appended after each chunk, and ``Run.snapshot`` is what a checkpoint holds. Every
@@ -11,7 +11,7 @@ feature works the same under every executor.
 
 Where to add things: an op is one class in ``evo/ops`` (it registers itself); a
 selection subclasses ``selection.Selection``; a fitness subclasses ``fitness.Fitness``;
-a way of distributing is a ``distributed.Policy``; a mode is an entry of
+a way of distributing is a ``sharding.Policy``; a mode is an entry of
 ``executors.COMPILERS``; a way of running generations implements ``executors.Executor``.
 """
 
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from course_lib.evo import bitpack, pareto
 from course_lib.evo import callbacks as cb_lib
-from course_lib.evo import packed as packed_genes
-from course_lib.evo import pareto
 from course_lib.evo.executors import STATS, OneDevice, no_limits
+from course_lib.evo.result import Result
 from course_lib.evo.validation import whole
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
@@ -39,37 +39,10 @@ WATCHED_CHUNK = 64
 WHOLE_RUN_CHUNK = 1024
 
 
-@dataclass
-class Result:
-    """What ``evolve`` returns; arrays are NumPy, fitness in the problem's units.
-
-    For a ``MultiObjective`` fitness ``fitness`` is (N, M + 1) (objectives, then violation);
-    with several objectives ``best_fitness`` and history "best" are the hypervolume, and
-    ``front`` holds the non-dominated feasible individuals.
-    """
-
-    best: np.ndarray
-    best_fitness: float
-    history: dict
-    population: np.ndarray
-    fitness: np.ndarray
-    generations: int
-    mode: str
-    packed: bool
-    stopped_early: bool
-    # several objectives: the final population's non-dominated feasible individuals (``pareto.Front``)
-    front: pareto.Front | None = None
-
-    def __repr__(self) -> str:
-        return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
-                f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
-                f"stopped_early={self.stopped_early})")
-
-
 # -- preparing a run ------------------------------------------------------------------------------------
 
 
-def population(model, population) -> tf.Tensor:
+def checked_population(model, population) -> tf.Tensor:
     """``population`` as a tensor of the model's genomes, or a clear error naming what is wrong."""
     spec = model.input.spec
     x = tf.convert_to_tensor(population)
@@ -111,14 +84,14 @@ def batch_rows(model, batch_size, memory_budget, rows: int) -> int | None:
     return None if batch_size is None or batch_size >= rows else batch_size
 
 
-def packing(model, genes: tf.Tensor) -> bool:
+def decide_packing(model, genes: tf.Tensor) -> bool:
     """Bit-pack when the ops can and every gene is 0 or 1; ``pack=True`` makes that a requirement."""
     if model.pack is True and not model.packable():
         raise ValueError("pack=True, but these ops cannot run on packed genomes: "
                          + ", ".join(n.op.name for n in model.nodes if not n.op.packable))
     if not model.packable():
         return False
-    binary = bool(packed_genes.all_binary(genes))
+    binary = bool(bitpack.all_binary(genes))
     if model.pack is True and not binary:
         raise ValueError("pack=True, but the population has genes other than 0 and 1")
     return binary
@@ -205,12 +178,12 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
     elif population_ is None:
         raise ValueError("evolve needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
                          "or resume_from=<checkpoint path>")
-    genes = population(model, population_)
+    genes = checked_population(model, population_)
     n = genes.shape[0]
     rows = executor.rows(n)
     executor.check(model, n)
     batch = batch_rows(model, batch_size, memory_budget, rows)
-    packed = packing(model, genes)
+    packed = decide_packing(model, genes)
     if checkpoint is not None:
         mode = executor.mode(model, checkpoint_mode(model, executor, checkpoint, n))
     else:

@@ -5,7 +5,7 @@ An executor is how ``engine.evolve``'s loop runs generations: the ``Executor`` p
 ``Program`` for one prepared run (``start``, ``restore``, ``run``, ``best_fitness``,
 ``arrays``). To add an executor, implement both; ``tests/test_evo_executors.py`` checks
 that the engine's own do. ``OneDevice``
-is here; ``distributed.Replicated`` shards the population over a ``tf.distribute``
+is here; ``sharding.Replicated`` shards the population over a ``tf.distribute``
 strategy with a distribution policy. Both build on ``Generation``, so variation, fitness,
 selection, best-so-far tracking and random keys are written once.
 
@@ -21,8 +21,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import fusion, pareto, rng
-from course_lib.evo import packed as packing
+from course_lib.evo import bitpack, fastmath, fusion, pareto, rng
 from course_lib.evo.rng import Rows
 from course_lib.evo.selection import score
 
@@ -180,7 +179,7 @@ class Generation:
         # gather, not x[j]: XLA would treat a slice's begin as a compile-time constant
         j = tf.argmax(score(values, self.sign), output_type=tf.int32)
         best = tf.gather(values, j)
-        return j, best, tf.stack([best, tf.reduce_mean(values), tf.math.reduce_std(values)])
+        return j, best, tf.stack([best, *fastmath.mean_and_std(values)])
 
     def advance(self, state: State, pop, fit, best_of=None) -> tuple[State, tf.Tensor]:
         """The state after selection made (pop, fit), and the generation's (best, mean, std).
@@ -240,11 +239,11 @@ class Generation:
         return (self.sign * best_fitness >= self.sign * target) | (stale >= patience)
 
     def unpack(self, genes: tf.Tensor) -> tf.Tensor:
-        return packing.unpack(genes, self.spec.shape, self.spec.dtype) if self.packed else genes
+        return bitpack.unpack(genes, self.spec.shape, self.spec.dtype) if self.packed else genes
 
     def stored(self, genes) -> tf.Tensor:
         genes = tf.cast(genes, self.spec.dtype)
-        return packing.pack(genes) if self.packed else genes
+        return bitpack.pack(genes) if self.packed else genes
 
 
 def pool_size(model, n: int) -> int:
@@ -290,7 +289,7 @@ class Program(Protocol):
 
 @runtime_checkable
 class Executor(Protocol):
-    """How generations run: on one device (``OneDevice``) or sharded (``distributed.Replicated``).
+    """How generations run: on one device (``OneDevice``) or sharded (``sharding.Replicated``).
 
     ``engine.prepare`` asks it how many rows one device holds, to check the model (e.g. a selection's
     pool size), which mode it runs a compiled mode in, and how it describes itself (part of a
@@ -356,7 +355,7 @@ class OneDeviceProgram:
 
     def _start_fn(self, genes):
         self.gen.traced()
-        return self.gen.start(packing.pack(genes) if self.packed else genes)
+        return self.gen.start(bitpack.pack(genes) if self.packed else genes)
 
     def _run_fn(self, state, generation, count, target, patience):
         self.gen.traced()

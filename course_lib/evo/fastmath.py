@@ -49,3 +49,18 @@ def log(x: tf.Tensor) -> tf.Tensor:
     s2 = s * s
     series = 2.0 * s * (1.0 + s2 * (1 / 3 + s2 * (1 / 5 + s2 * (1 / 7 + s2 * (1 / 9)))))
     return exponent * _LN2 + series
+
+
+def mean_and_std(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The mean and (population) std of ``x`` as float32, summed in float64.
+
+    A float32 sum depends on the order its kernel adds in, and XLA and TensorFlow add in
+    different orders, so the history's mean and std could differ in the last bit between modes
+    even for integer fitness. Summed in float64, integer values (and most others) round to the
+    same float32 whatever the order: the history then agrees bit for bit across modes wherever
+    the fitness is integer.
+    """
+    d = tf.cast(x, tf.float64)
+    mean = tf.reduce_mean(d)
+    std = tf.sqrt(tf.reduce_mean(tf.square(d - mean)))
+    return tf.cast(mean, tf.float32), tf.cast(std, tf.float32)

@@ -14,10 +14,10 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import packed
+from course_lib.evo import bitpack
 from course_lib.evo.fastmath import cos_2pi
 from course_lib.evo.fusion import per_element
-from course_lib.evo.graph import GenomeSpec
+from course_lib.evo.symbolic import GenomeSpec
 
 
 class Fitness:
@@ -57,7 +57,7 @@ class Fitness:
 
     def evaluate_packed(self, words: tf.Tensor, spec: GenomeSpec) -> tf.Tensor:
         """Fitness of bit-packed 0/1 genomes; by default unpack (XLA fuses it into the fitness)."""
-        return self(packed.unpack(words, spec.shape, spec.dtype))
+        return self(bitpack.unpack(words, spec.shape, spec.dtype))
 
     def check(self, spec: GenomeSpec) -> None:
         """Raise a clear error if this fitness cannot score genomes of ``spec``."""
@@ -89,7 +89,7 @@ class OneMax(Fitness):
         raise NotImplementedError
 
     def evaluate_packed(self, words, spec):
-        return tf.cast(packed.popcount(words), tf.float32)
+        return tf.cast(bitpack.popcount(words), tf.float32)
 
 
 class Sphere(Fitness):

@@ -2,19 +2,20 @@
 
 ``Model.evolve`` is a thin call into ``course_lib.evo.engine``: the engine prepares the
 run and its one loop drives it through an executor, ``executors.OneDevice`` or, with
-``strategy=``, ``distributed.Replicated`` with the policy ``distribution`` names. The
+``strategy=``, ``sharding.Replicated`` with the policy ``distribution`` names. The
 model owns its graph, its compiled programs (built once per ``compile``) and its
 identity for checkpoints (``signature``).
 """
 
 from __future__ import annotations
 
-from course_lib.evo import distributed, engine, rng
+from course_lib.evo import engine, rng, sharding
 from course_lib.evo import fitness as fitness_lib
-from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT, Result  # noqa: F401 (public names of the model)
+from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
 from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
-from course_lib.evo.graph import SymbolicTensor, topological_order
+from course_lib.evo.result import Result
 from course_lib.evo.selection import Selection
+from course_lib.evo.symbolic import SymbolicTensor, topological_order
 
 
 class Plan:
@@ -165,13 +166,13 @@ class Model:
         equals an uninterrupted 25-generation run); fewer than the checkpoint's is an error.
         ``strategy`` (a ``tf.distribute.Strategy``) shards the population over its replicas,
         with ``distribution`` "global" or "islands" (``migration_interval``, ``migrants``; see
-        ``course_lib.evo.distributed``); every other option works the same under it.
+        ``course_lib.evo.sharding``); every other option works the same under it.
         """
         self._require_compiled()
         if strategy is None:
             executor = OneDevice()
         else:
-            executor = distributed.Replicated(strategy, distributed.policy(distribution, migration_interval, migrants))
+            executor = sharding.Replicated(strategy, sharding.policy(distribution, migration_interval, migrants))
         return engine.evolve(self, executor, population, generations, callbacks=callbacks, batch_size=batch_size,
                              memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
 

@@ -22,10 +22,10 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo.fitness import Fitness
-from course_lib.evo.graph import GenomeSpec, Input
 from course_lib.evo.model import Model
 from course_lib.evo.ops import GaussianMutation, UniformCrossover
 from course_lib.evo.selection import Elitist
+from course_lib.evo.symbolic import GenomeSpec, Input
 
 # -- the genome ------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import fusion, packed
+from course_lib.evo import bitpack, fastmath, fusion
 
 
 def minimise_space(values: tf.Tensor, signs) -> tuple[tf.Tensor, tf.Tensor]:
@@ -65,7 +65,7 @@ def dominance(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
 def beaten_by(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
     """uint32 (P, W): row j's bits say which rows beat it (bit i % 32 of word i // 32), the
     dominance matrix transposed and bit-packed, so that a pass over it reads P²/8 bytes."""
-    return packed.bits_to_words(_beats(g[None, :, :], v[None, :], g[:, None, :], v[:, None]))  # [j, i]
+    return bitpack.bits_to_words(_beats(g[None, :, :], v[None, :], g[:, None, :], v[:, None]))  # [j, i]
 
 
 def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
@@ -85,7 +85,7 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
 
     def body(r, rank):
         remaining = rank >= p
-        beaten = tf.reduce_any(tf.not_equal(words & packed.bits_to_words(remaining[None, :]), 0), axis=1)
+        beaten = tf.reduce_any(tf.not_equal(words & bitpack.bits_to_words(remaining[None, :]), 0), axis=1)
         return r + 1, tf.where(remaining & ~beaten, r, rank)
 
     def more(r, rank):
@@ -277,7 +277,7 @@ def summary(values: tf.Tensor, signs, reference) -> tuple[tf.Tensor, tf.Tensor, 
         j = tf.argmax(quality(values, signs), output_type=tf.int32)
         x = tf.cast(values[:, 0], tf.float32)
         best = tf.where(tf.equal(tf.gather(v, j), 0.0), tf.gather(x, j), np.nan)
-        return j, best, tf.stack([best, tf.reduce_mean(x), tf.math.reduce_std(x)])
+        return j, best, tf.stack([best, *fastmath.mean_and_std(x)])
     ref = -tf.constant(signs, tf.float32) * tf.constant(reference, tf.float32)
     feasible = tf.equal(v, 0.0)
     hv = hypervolume_min(g, ref, feasible)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from course_lib.evo import rng
-from course_lib.evo.graph import check_fits
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import check_fits
 
 
 def _shape(shape) -> tuple[int, ...]:

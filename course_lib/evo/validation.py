@@ -9,10 +9,12 @@ import numpy as np
 
 
 def whole(name: str, value, minimum: int, owner: str | None = None) -> int:
-    """``value`` as an int, or a ``ValueError`` "[owner: ]name must be a whole number >= minimum, got value"
-    when it is not an integer (bool is not) of at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        prefix = f"{owner}: " if owner else ""
+    """``value`` as an int; a ``TypeError`` when it is not an integer (bool is not), a ``ValueError``
+    when it is below ``minimum``, each saying "[owner: ]name must be a whole number >= minimum"."""
+    prefix = f"{owner}: " if owner else ""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{prefix}{name} must be a whole number >= {minimum}, got {type(value).__name__} {value!r}")
+    if value < minimum:
         raise ValueError(f"{prefix}{name} must be a whole number >= {minimum}, got {value!r}")
     return int(value)
 

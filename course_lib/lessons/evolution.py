@@ -16,8 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, distribute, evo
-from course_lib.evo import engine, executors, fusion, rng
-from course_lib.evo import packed as packing
+from course_lib.evo import bitpack, engine, executors, fusion, rng
 
 # -- NumPy references ------------------------------------------------------------------------
 
@@ -139,12 +138,12 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     ``tf.while_loop`` and unpacks; no checks, history, callbacks or host round trips. Its population equals
     ``model.evolve(population, generations)``'s bit for bit."""
     genes = tf.convert_to_tensor(population)
-    packed = model.pack is not False and model.packable() and bool(packing.all_binary(genes))
+    packed = model.pack is not False and model.packable() and bool(bitpack.all_binary(genes))
     gen = executors.Generation(model, packed, genes.shape[0], None)
 
     @fusion.xla_function
     def run(genes, count):
-        state = gen.start(packing.pack(genes) if packed else genes)
+        state = gen.start(bitpack.pack(genes) if packed else genes)
         _, state, _ = gen.loop(state, 0, lambda i, s: i < count, lambda hist, *_: hist, tf.zeros(()))
         return gen.unpack(state.population)
 
@@ -191,8 +190,8 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     per-generation seconds with the counts the limits need (words per generation, population
     bytes, cache sizes).
     """
-    genes = engine.population(model, population)
-    packed = engine.packing(model, genes)
+    genes = engine.checked_population(model, population)
+    packed = engine.decide_packing(model, genes)
     n = genes.shape[0]
     gen = executors.Generation(model, packed, n, None)
     state = gen.start(gen.stored(genes))

@@ -23,8 +23,8 @@ import tensorflow as tf
 
 from course_lib.evo import rng
 from course_lib.evo.fusion import materialize
-from course_lib.evo.graph import GenomeSpec, SymbolicTensor, check_gene_dtype, connect
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_gene_dtype, connect
 
 
 def check_rate(op: str, rate: Any, name: str = "rate") -> float:

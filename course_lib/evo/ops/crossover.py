@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from course_lib.evo import packed, rng
+from course_lib.evo import bitpack, rng
 from course_lib.evo.fusion import materialize
-from course_lib.evo.graph import GenomeSpec
 from course_lib.evo.ops.base import Mating, partner_rows
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import GenomeSpec
 
 
 class Crossover(Mating, register=False):
@@ -55,11 +55,11 @@ class UniformCrossover(Crossover):
     """Each gene from the parent or the mate with probability 1/2: one random word per 32 genes."""
 
     def _words(self, key, rows, spec):
-        return rng.bits(key, rows, (packed.n_words(spec.size),))
+        return rng.bits(key, rows, (bitpack.n_words(spec.size),))
 
     def mate_genes(self, key, rows, spec):
         # the words pinned as uint32: XLA would otherwise split each 64-bit stream word again for every gene
-        bits = packed.words_to_bits(materialize(self._words(key, rows, spec), key), spec.size)
+        bits = bitpack.words_to_bits(materialize(self._words(key, rows, spec), key), spec.size)
         return tf.reshape(bits, (rows.size, *spec.shape))
 
     def mate_words(self, key, rows, spec):
@@ -90,7 +90,7 @@ class _PointCrossover(Crossover):
     def mate_words(self, key, rows, spec):
         lo, hi = self.segment(key, rows, spec.shape[0])
         inner = spec.size // spec.shape[0]
-        return packed.interval_words(lo * inner, hi * inner, packed.n_words(spec.size))
+        return bitpack.interval_words(lo * inner, hi * inner, bitpack.n_words(spec.size))
 
 
 class SinglePointCrossover(_PointCrossover):

@@ -15,11 +15,11 @@ import math
 
 import tensorflow as tf
 
-from course_lib.evo import packed, rng
+from course_lib.evo import bitpack, rng
 from course_lib.evo.fusion import materialize, xla_active
-from course_lib.evo.graph import GenomeSpec, check_fits
 from course_lib.evo.ops.base import Op, check_rate
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import GenomeSpec, check_fits
 
 # Draw positions instead of a word per gene while at most this many picks are expected.
 SPARSE_MEAN = 8.0
@@ -65,7 +65,7 @@ class BlockPicks:
     """
 
     def __init__(self, rate: float):
-        bits, scale = packed.WORD_BITS, 2.0**32
+        bits, scale = bitpack.WORD_BITS, 2.0**32
         pmf = [math.comb(bits, k) * rate**k * (1 - rate) ** (bits - k) * scale for k in range(bits + 1)]
         # [T1, T2) has 31/32 pairs and 1/32 nothing, which must fit in P(nothing)
         pairs = math.floor(min(pmf[2] * bits / (bits - 1), pmf[0] * bits) / bits**2) * bits**2
@@ -84,8 +84,8 @@ class BlockPicks:
         """uint32 (B, W): the picks of genomes of ``size`` genes as bits of packed words, xor-ed onto
         the packed genomes ``onto`` if given (then the escaped rows are redone on the result, which is
         kept anyway, instead of on a mask XLA would otherwise have to keep)."""
-        n_words = packed.n_words(size)
-        valid = packed.interval_words(tf.zeros([1], tf.int32), tf.fill([1], size), n_words)
+        n_words = bitpack.n_words(size)
+        valid = bitpack.interval_words(tf.zeros([1], tf.int32), tf.fill([1], size), n_words)
         u = rng.bits(rng.fold_in(key, 6), rows, (n_words,))
         bit = tf.ones([], tf.uint32)
         one = tf.bitwise.left_shift(bit, u & 31)
@@ -116,7 +116,7 @@ class BlockPicks:
         k = len(self.thresholds)
         words = rng.bits(rng.fold_in(key, 7), row, (n_words, k + 1))[0]
         count = tf.reduce_sum(tf.cast(words[:, :1] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
-        picks = _floyd(packed.WORD_BITS, count, tf.cast(words[:, 1:], tf.uint64), k)
+        picks = _floyd(bitpack.WORD_BITS, count, tf.cast(words[:, 1:], tf.uint64), k)
         return tf.add_n([tf.where(i < count, tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(t, tf.uint32)),
                                   tf.zeros([], tf.uint32)) for i, t in enumerate(picks)])  # distinct bits: sum = or
 
@@ -211,7 +211,7 @@ class GeneMask:
         if self.rate <= 0 or self.rate >= 1:
             return tf.fill((rows.size, self.size), self.rate >= 1)
         if self.blocks:
-            return packed.words_to_bits(self.blocks.words(key, rows, self.size), self.size)
+            return bitpack.words_to_bits(self.blocks.words(key, rows, self.size), self.size)
         if not self.sparse:
             return self._dense(key, rows)
 
@@ -228,8 +228,8 @@ class GeneMask:
         if onto is not None:
             return onto ^ self.words(key, rows)
         if not self.sparse:
-            return packed.bits_to_words(self.genes(key, rows))
-        column = tf.range(packed.n_words(self.size))[None, None, :]
+            return bitpack.bits_to_words(self.genes(key, rows))
+        column = tf.range(bitpack.n_words(self.size))[None, None, :]
 
         def mark(pos, used, pin):
             # pinned, so that XLA does not redo Floyd's steps for every word of the mask

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from course_lib.evo import fusion, packed, rng
-from course_lib.evo.graph import check_fits
+from course_lib.evo import bitpack, fusion, rng
 from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
 from course_lib.evo.rng import Rows
+from course_lib.evo.symbolic import check_fits
 
 
 class PermutationOp(Op, register=False):
@@ -155,11 +155,11 @@ def exclusive_count(flags: tf.Tensor) -> tf.Tensor:
     reduce-window under XLA, which does work proportional to L per element instead of per word.)
     """
     b, n = flags.shape
-    words = packed.bits_to_words(flags)  # (B, W)
+    words = bitpack.bits_to_words(flags)  # (B, W)
     per_word = tf.cast(tf.raw_ops.PopulationCount(x=words), tf.int32)
     before_word = tf.math.cumsum(per_word, axis=1, exclusive=True)
-    below = tf.bitwise.left_shift(tf.ones([packed.WORD_BITS], tf.uint32),
-                                  tf.cast(tf.range(packed.WORD_BITS), tf.uint32)) - 1  # bits under bit k
+    below = tf.bitwise.left_shift(tf.ones([bitpack.WORD_BITS], tf.uint32),
+                                  tf.cast(tf.range(bitpack.WORD_BITS), tf.uint32)) - 1  # bits under bit k
     within = tf.cast(tf.raw_ops.PopulationCount(x=words[:, :, None] & below), tf.int32)
     return tf.reshape(within + before_word[:, :, None], (b, -1))[:, :n]
 

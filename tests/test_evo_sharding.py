@@ -1,4 +1,4 @@
-"""course_lib.evo.distributed: evolve on a tf.distribute.Strategy.
+"""course_lib.evo.sharding: evolve on a tf.distribute.Strategy.
 
 On 2 and 4 virtual CPUs (a fresh process each: virtual devices are fixed when TensorFlow
 starts) both global selection and islands reach the OneMax optimum and repeat exactly
@@ -21,7 +21,7 @@ from processes import child_processes
 
 from course_lib import devices, distribute, evo, plotting, processes
 from course_lib.benchmarks import ga_replicas
-from course_lib.evo import distributed
+from course_lib.evo import sharding
 from course_lib.lessons import evolution as benchmarks
 from course_lib.lessons.evolution import onemax_model
 
@@ -43,12 +43,12 @@ def virtual_device_report(replicas: int, mode: str) -> dict:
     out = {"devices": len(cpus), "runs": {}, "engine": {}, "one replica": {},
            "smaller first": benchmarks.onemax_run(smaller, mode=mode, model=model, **{**RUN, "generations": 3})}
     strategy = distribute.make_strategy("mirrored", cpus)
-    for how in distributed.DISTRIBUTIONS:
+    for how in sharding.DISTRIBUTIONS:
         out["runs"][how] = [benchmarks.onemax_run(strategy, distribution=how, mode=mode, model=model, **RUN)
                             for _ in range(2)]
         out["engine"][how] = engine_report(model, strategy, how)
     one = distribute.make_strategy("mirrored", cpus[:1])
-    for how in distributed.DISTRIBUTIONS if replicas == 2 else ["islands"]:
+    for how in sharding.DISTRIBUTIONS if replicas == 2 else ["islands"]:
         out["one replica"][how] = one_replica_report(model, one, how, with_target=replicas == 2)
     try:
         model.evolve(evo.population.random_integers((INDIVIDUALS - 1, LENGTH), 0, 2), generations=1,
@@ -129,7 +129,7 @@ def _in_fresh_process(call: str) -> dict:
     source = f"""
         import sys
         sys.path.insert(0, {TESTS!r})
-        import test_evo_distributed as t
+        import test_evo_sharding as t
         result = {call}
     """
     return processes.run(source=textwrap.dedent(source), env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=200).result
@@ -148,7 +148,7 @@ def four():
 
 
 @pytest.mark.parametrize("report", ["two", "four"])
-@pytest.mark.parametrize("mode", distributed.DISTRIBUTIONS)
+@pytest.mark.parametrize("mode", sharding.DISTRIBUTIONS)
 def test_both_modes_reach_the_optimum_and_repeat_exactly(report, mode, request):
     report = request.getfixturevalue(report)
     first, second = report["runs"][mode]
@@ -164,7 +164,7 @@ def test_islands_and_global_select_differently(two):
 
 
 @pytest.mark.parametrize("report", ["two", "four"])
-@pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
+@pytest.mark.parametrize("how", sharding.DISTRIBUTIONS)
 def test_every_engine_feature_works_under_a_strategy(report, how, request):
     check_engine_facts(request.getfixturevalue(report)["engine"][how])
 
@@ -188,16 +188,16 @@ def multi_worker_report(checkpoint: str) -> dict:
     model = onemax_model(LENGTH, "graph")
     return {"worker": worker,
             "runs": {how: benchmarks.onemax_run(strategy, distribution=how, **RUN)
-                     for how in distributed.DISTRIBUTIONS},
+                     for how in sharding.DISTRIBUTIONS},
             "resumed": benchmarks.resumable_onemax(strategy, checkpoint.format(worker=worker), 23,
                                                    distribution="islands", **RUN),
-            "engine": {how: engine_report(model, strategy, how) for how in distributed.DISTRIBUTIONS}}
+            "engine": {how: engine_report(model, strategy, how) for how in sharding.DISTRIBUTIONS}}
 
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
     folder = tmp_path_factory.mktemp("workers")
-    out = distribute.launch("test_evo_distributed:multi_worker_report", 2, timeout=380,
+    out = distribute.launch("test_evo_sharding:multi_worker_report", 2, timeout=380,
                             kwargs={"checkpoint": str(folder / "worker{worker}.npz")})
     return {"reports": out, "folder": folder, "left behind": child_processes()}
 
@@ -206,11 +206,11 @@ def workers(tmp_path_factory):
 def test_every_engine_feature_works_under_multi_worker_mirrored_strategy(workers):
     first, second = workers["reports"]
     assert first["engine"] == second["engine"]  # both workers hold the whole result
-    for how in distributed.DISTRIBUTIONS:
+    for how in sharding.DISTRIBUTIONS:
         check_engine_facts(first["engine"][how])
 
 
-@pytest.mark.parametrize("how", distributed.DISTRIBUTIONS)
+@pytest.mark.parametrize("how", sharding.DISTRIBUTIONS)
 def test_one_replica_is_the_plain_run_bit_for_bit(two, how):
     assert two["one replica"][how] == {"== plain": True, "stopped == plain stopped": True}
 
@@ -239,7 +239,7 @@ def test_two_workers_give_the_single_process_result_and_leave_no_process(two, wo
     assert [w["worker"] for w in workers["reports"]] == [0, 1]
     first, second = (w["runs"] for w in workers["reports"])
     assert first == second  # both workers hold the whole result
-    for mode in distributed.DISTRIBUTIONS:
+    for mode in sharding.DISTRIBUTIONS:
         assert first[mode]["replicas"] == 2 and first[mode]["best_fitness"] == LENGTH
         # the same replicas and keys as MirroredStrategy over 2 virtual CPUs: the same run
         assert first[mode] == two["runs"][mode][0]
@@ -261,7 +261,7 @@ def one_device():
     return tf.distribute.OneDeviceStrategy("/cpu:0")
 
 
-@pytest.mark.parametrize("mode", distributed.DISTRIBUTIONS)
+@pytest.mark.parametrize("mode", sharding.DISTRIBUTIONS)
 def test_one_device_strategy_evolves_like_a_plain_run(one_device, mode):
     model = onemax_model(LENGTH, "graph")
     genes = evo.population.random_integers((INDIVIDUALS, LENGTH), 0, 2, seed=0)
@@ -306,7 +306,7 @@ def test_bad_options_are_named(one_device):
     model = onemax_model(LENGTH, "graph")
     genes = evo.population.random_integers((INDIVIDUALS, LENGTH), 0, 2)
     with pytest.raises(ValueError, match="does not split evenly over 3 replicas: use a multiple of 3"):
-        distributed.shard_size(64, 3)
+        sharding.shard_size(64, 3)
     with pytest.raises(ValueError, match="unknown distribution 'ring'"):
         model.evolve(genes, strategy=one_device, distribution="ring")
     with pytest.raises(ValueError, match="migrants=64 must be fewer than the 64 individuals"):
@@ -329,23 +329,23 @@ def test_a_strategy_on_devices_that_do_not_exist_is_refused():
 
 def test_traffic_counts_what_crosses_devices():
     model = onemax_model(256, "graph")  # packed: 8 words of 4 bytes, and a 4-byte fitness
-    assert distributed.traffic(model, 1024, 4, "global")["bytes per generation"] == 1024 * 36
-    islands = distributed.traffic(model, 1024, 4, "islands", migration_interval=8, migrants=2)
+    assert sharding.traffic(model, 1024, 4, "global")["bytes per generation"] == 1024 * 36
+    islands = sharding.traffic(model, 1024, 4, "islands", migration_interval=8, migrants=2)
     assert islands["rows gathered"] == 8 and islands["bytes per generation"] == 8 * 36 / 8
-    assert distributed.traffic(model, 1024, 1, "islands")["bytes per generation"] == 0
+    assert sharding.traffic(model, 1024, 1, "islands")["bytes per generation"] == 0
     inputs = evo.Input((100,), "float32")
     floats = evo.Model(inputs, evo.ops.GaussianMutation(stddev=0.1)(inputs))
     floats.compile(fitness=evo.fitness.Rastrigin(), selection=evo.selection.Elitist(), mode="graph")
-    assert distributed.traffic(floats, 64, 2, "global")["bytes per generation"] == 2 * 64 * 404  # parents too
+    assert sharding.traffic(floats, 64, 2, "global")["bytes per generation"] == 2 * 64 * 404  # parents too
     with pytest.raises(ValueError, match="unknown distribution 'ring'"):
-        distributed.traffic(model, 64, 2, "ring")
+        sharding.traffic(model, 64, 2, "ring")
 
 
 def test_histories_plot_one_line_per_run(one_device):
     model = onemax_model(LENGTH, "graph")
     genes = evo.population.random_integers((16, LENGTH), 0, 2)
     runs = {how: model.evolve(genes, generations=5, strategy=one_device, distribution=how)
-            for how in distributed.DISTRIBUTIONS}
+            for how in sharding.DISTRIBUTIONS}
     ax = plotting.fitness_histories(runs, "mean", title="t")
     assert [line.get_label() for line in ax.lines] == list(runs) and len(ax.lines[0].get_xdata()) == 5
 

@@ -37,7 +37,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import packed as packing
+from course_lib.evo import bitpack
 from course_lib.evo.executors import STATS, Generation, compiler, pool_size
 from course_lib.evo.selection import score
 from course_lib.evo.validation import short_device_name, whole
@@ -469,7 +469,7 @@ def traffic(model, population: int, replicas: int, distribution: str = "global",
     """
     spec = model.input.spec
     packed = model.packable() if packed is None else packed
-    genome = 4 * packing.n_words(spec.size) if packed else spec.size * spec.dtype.size
+    genome = 4 * bitpack.n_words(spec.size) if packed else spec.size * spec.dtype.size
     row = genome + 4  # and its float32 fitness
     if distribution == "global":
         rows = pool_size(model, population)

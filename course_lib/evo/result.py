@@ -1,0 +1,36 @@
+"""What ``evolve`` returns: the best genome, the history and the final population, as NumPy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from course_lib.evo import pareto
+
+
+@dataclass
+class Result:
+    """What ``evolve`` returns; arrays are NumPy, fitness in the problem's units.
+
+    For a ``MultiObjective`` fitness ``fitness`` is (N, M + 1) (objectives, then violation);
+    with several objectives ``best_fitness`` and history "best" are the hypervolume, and
+    ``front`` holds the non-dominated feasible individuals.
+    """
+
+    best: np.ndarray
+    best_fitness: float
+    history: dict
+    population: np.ndarray
+    fitness: np.ndarray
+    generations: int
+    mode: str
+    packed: bool
+    stopped_early: bool
+    # several objectives: the final population's non-dominated feasible individuals (``pareto.Front``)
+    front: pareto.Front | None = None
+
+    def __repr__(self) -> str:
+        return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
+                f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
+                f"stopped_early={self.stopped_early})")
