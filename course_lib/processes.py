@@ -308,7 +308,8 @@ class Workers:
 
     ``target`` is ``"module:function"``; each worker calls it once with ``kwargs`` and the variant's own
     keyword arguments, and it returns the zero-argument callable to time (TensorFlow's settings from the
-    environment are in place by then). ``variants`` maps a name to ``(env, kwargs)``: ``env`` holds the
+    environment are in place by then; building may take ``start_timeout`` seconds, each later request
+    ``timeout``). ``variants`` maps a name to ``(env, kwargs)``: ``env`` holds the
     variables TensorFlow reads at start-up (``TF_XLA_FLAGS``, ``OMP_NUM_THREADS``, ``TF_ENABLE_ONEDNN_OPTS``).
     The baseline (the first variant) gets a second process, its A/A twin, whose ratio to the baseline is
     the noise floor, process to process. Use as a context manager; every process is stopped on exit.
@@ -318,12 +319,13 @@ class Workers:
     """
 
     def __init__(self, target: str, variants: Mapping[str, tuple[Mapping[str, str], Mapping]], *,
-                 kwargs: Mapping | None = None, timeout: float = 300.0):
+                 kwargs: Mapping | None = None, timeout: float = 300.0, start_timeout: float = 600.0):
         _check_target(target)
         if not variants:
             raise ValueError("Workers needs at least one variant: {name: (env, kwargs)}")
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        for what, value in (("timeout", timeout), ("start_timeout", start_timeout)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
         self.names = list(variants)
         self.baseline = self.names[0]
         self.timeout = float(timeout)
@@ -350,7 +352,7 @@ class Workers:
                 self._replies[name], self._buffers[name] = read, b""
                 self._errs[name] = self._folder / f"{i}.err"
             for name in plan:
-                self._reply(name)  # {"ready": true} once the callable is built
+                self._reply(name, start_timeout)  # {"ready": true} once the callable is built
         except BaseException:
             self.close()
             raise
@@ -364,15 +366,16 @@ class Workers:
     def _label(self, name: str) -> str:
         return f"the worker for {self.baseline!r} (A/A twin)" if name == _TWIN else f"the worker for {name!r}"
 
-    def _reply(self, name: str) -> dict:
+    def _reply(self, name: str, timeout: float | None = None) -> dict:
         """The worker's next line of JSON; a worker that died or went quiet is a clear error."""
-        fd, deadline = self._replies[name], time.monotonic() + self.timeout
+        timeout = self.timeout if timeout is None else timeout
+        fd, deadline = self._replies[name], time.monotonic() + timeout
         while b"\n" not in self._buffers[name]:
             left = deadline - time.monotonic()
             ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
             if not ready:
                 tail = _tail(self._errs[name])
-                raise ChildTimeout(f"{self._label(name)} did not answer within {self.timeout:g} s (timeout). "
+                raise ChildTimeout(f"{self._label(name)} did not answer within {timeout:g} s (timeout). "
                                    f"End of its stderr:\n{tail}", stderr_tail=tail)
             chunk = os.read(fd, 65536)
             if not chunk:
