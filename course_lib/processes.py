@@ -306,13 +306,14 @@ _TWIN = "A/A"
 class Workers:
     """One live Python per variant, each with its own environment, asked in turns to time its callable.
 
-    ``target`` is ``"module:function"``; each worker calls it once with ``kwargs`` and the variant's own
-    keyword arguments, and it returns the zero-argument callable to time (TensorFlow's settings from the
-    environment are in place by then; building may take ``start_timeout`` seconds, each later request
-    ``timeout``). ``variants`` maps a name to ``(env, kwargs)``: ``env`` holds the
-    variables TensorFlow reads at start-up (``TF_XLA_FLAGS``, ``OMP_NUM_THREADS``, ``TF_ENABLE_ONEDNN_OPTS``).
-    The baseline (the first variant) gets a second process, its A/A twin, whose ratio to the baseline is
-    the noise floor, process to process. Use as a context manager; every process is stopped on exit.
+    ``target`` is ``"module:function"``; each worker calls it once with ``kwargs`` and the variant's
+    own keyword arguments, and it returns the callable to time, called with each request's ``args``.
+    ``variants`` maps a name to ``(env, kwargs)``: ``env`` holds the variables TensorFlow reads at
+    start-up (``TF_XLA_FLAGS``, ``OMP_NUM_THREADS``, ``TF_ENABLE_ONEDNN_OPTS``), in place before the
+    worker imports anything. Building may take ``start_timeout`` seconds, each later request
+    ``timeout``. The baseline (the first variant) gets a second process, its A/A twin, whose ratio to
+    the baseline is the noise floor, process to process. Use as a context manager; every process is
+    stopped on exit.
 
     If the callable has an ``info()`` method, ``info(name)`` returns what it says (JSON), e.g. how many
     XLA clusters its first call compiled.
@@ -396,32 +397,33 @@ class Workers:
             pass  # the reply reports how the worker ended
         return self._reply(name)
 
-    def time(self, name: str, number: int = 1) -> float:
-        """Seconds per call of ``name``'s callable, over ``number`` calls made now in its process."""
+    def time(self, name: str, number: int = 1, args: Sequence = ()) -> float:
+        """Seconds per call of ``name``'s callable on ``args`` (JSON), over ``number`` calls made now in its process."""
         if name not in self._procs:
             raise KeyError(f"no variant {name!r}; variants are: {', '.join(self.names)}")
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise ValueError(f"number must be a whole number >= 1, got {number!r}")
-        return self._ask(name, {"op": "time", "number": number})["seconds"]
+        return self._ask(name, {"op": "time", "number": number, "args": list(args)})["seconds"]
 
     def info(self, name: str) -> Any:
         """What ``name``'s callable's ``info()`` returns (None when it has none)."""
         return self._ask(name, {"op": "info"})["info"]
 
-    def compare(self, *, repeats: int = 7, warmup: int = 1, number: int = 1, title: str = "",
-                params: Mapping | None = None):
-        """Time every variant in interleaved rounds, the baseline's twin among them, and compare them
-        (``bench.compare_timers``): each worker's first call, ``warmup`` untimed rounds, ``repeats`` timed."""
+    def compare(self, *, repeats: int = 7, warmup: int = 1, number: int = 1, args: Sequence = (),
+                title: str = "", params: Mapping | None = None):
+        """Time every variant on ``args`` in interleaved rounds, the baseline's twin among them, and compare
+        them (``bench.compare_timers``): each worker's first call on ``args``, ``warmup`` untimed rounds,
+        ``repeats`` timed."""
         from course_lib import bench
 
-        first = {name: self.time(name) for name in self.names}
-        self.time(_TWIN)
+        first = {name: self.time(name, 1, args) for name in self.names}
+        self.time(_TWIN, 1, args)
         for _ in range(warmup):
             for name in self.names + [_TWIN]:
-                self.time(name, number)
-        timers = {name: (lambda name=name: self.time(name, number)) for name in self.names}
+                self.time(name, number, args)
+        timers = {name: (lambda name=name: self.time(name, number, args)) for name in self.names}
         return bench.compare_timers(timers, first, baseline=self.baseline, repeats=repeats,
-                                    twin=lambda: self.time(_TWIN, number),
+                                    twin=lambda: self.time(_TWIN, number, args),
                                     numbers={name: number for name in self.names}, title=title, params=params)
 
     def close(self) -> None:
@@ -460,7 +462,7 @@ def _worker_main(spec_path: str, reply_fd: str) -> None:
             if request["op"] == "time":
                 start = time.perf_counter()
                 for _ in range(request["number"]):
-                    force(fn())
+                    force(fn(*request["args"]))
                 reply = {"seconds": (time.perf_counter() - start) / request["number"]}
             else:
                 reply = {"info": fn.info() if hasattr(fn, "info") else None}
