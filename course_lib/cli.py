@@ -39,15 +39,14 @@ def _lectures(args) -> int:
 def _lectures_twice(lectures, only, params) -> int:
     """``course lectures --twice``: every verdict that changed between two runs on this machine."""
     try:
-        outcomes, changes = lectures.run_twice(only, params)
+        outcomes, changes, path = lectures.run_twice(only, params)
     except ValueError as exc:
         print(f"course lectures: {exc}", file=sys.stderr)
         return 2
     for change in changes:
         print(change)
-    report = json.loads((lectures.BUILD / "twice" / "verdicts.json").read_text())
-    print(f"{report['changed']} of {report['verdicts']} verdict(s) changed between the two runs "
-          f"(details: {lectures.BUILD / 'twice' / 'verdicts.json'})")
+    report = json.loads(path.read_text())
+    print(f"{report['changed']} of {report['verdicts']} verdict(s) changed between the two runs (details: {path})")
     failed = [o for o in outcomes if not o.ok]
     for o in failed:
         print(f"  failed: {o.lecture.path.name}: {o.error}", file=sys.stderr)

@@ -375,10 +375,12 @@ def verdict_changes(first: Path, second: Path) -> list[VerdictChange]:
 
 
 def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
-              output_dir: Path = BUILD / "twice", progress: bool = True) -> tuple[list[Outcome], list[VerdictChange]]:
+              output_dir: Path = BUILD / "twice", progress: bool = True
+              ) -> tuple[list[Outcome], list[VerdictChange], Path]:
     """Run the lectures twice on this machine (``output_dir/run-1``, ``run-2``) and compare every verdict they
-    render; writes ``output_dir/verdicts.json`` (counts and each change). Returns both runs' outcomes and the
-    changes; a lecture that failed in either run is left out of the comparison (its outcome says why)."""
+    render; writes ``output_dir/verdicts.json`` (counts and each change). Returns both runs' outcomes, the
+    changes and that file's path; a lecture that failed in either run is left out of the comparison (its
+    outcome says why)."""
     runs = [run(only, params, output_dir=output_dir / f"run-{i}", progress=progress) for i in (1, 2)]
     changes, counted = [], 0
     for one, two in zip(*runs):
@@ -388,5 +390,6 @@ def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | Non
     report = {"verdicts": counted, "changed": len(changes), "lectures": [o.lecture.stem for o in runs[0]],
               "failed": [o.lecture.stem for o in runs[0] + runs[1] if not o.ok],
               "changes": [vars(c) for c in changes]}
-    (output_dir / "verdicts.json").write_text(json.dumps(report, indent=2) + "\n")
-    return runs[0] + runs[1], changes
+    path = output_dir / "verdicts.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return runs[0] + runs[1], changes, path

@@ -181,10 +181,29 @@ def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypa
         return [lectures.Outcome(lecture, path, 1.0)]
 
     monkeypatch.setattr(lectures, "run", fake_run)
-    outcomes, changes = lectures.run_twice(["00"], output_dir=tmp_path / "twice", progress=False)
+    outcomes, changes, path = lectures.run_twice(["00"], output_dir=tmp_path / "twice", progress=False)
     assert len(outcomes) == 2 and [c.judged for c in changes] == ["pipeline | prefetch | table"]
-    report = json.loads((tmp_path / "twice" / "verdicts.json").read_text())
+    report = json.loads(path.read_text())
     assert (report["verdicts"], report["changed"], report["failed"]) == (1, 1, [])
+    assert path == tmp_path / "twice" / "verdicts.json"
+
+
+def test_course_lectures_twice_prints_each_change_and_the_count(tmp_path, monkeypatch, capsys):
+    report = tmp_path / "verdicts.json"
+    report.write_text(json.dumps({"verdicts": 7, "changed": 1}))
+    change = lectures.VerdictChange("00_x.ipynb", 3, "a | b", "faster", "no difference")
+    seen = []
+
+    def fake_twice(only, params):
+        seen.append((only, params))
+        return [], [change], report
+
+    monkeypatch.setattr(lectures, "run_twice", fake_twice)
+    assert cli.main(["lectures", "--twice", "--only", "00", "-p", "N", "3"]) == 0
+    out = capsys.readouterr().out
+    assert seen == [(["00"], {"N": "3"})]
+    assert "00_x.ipynb cell 3: a | b: faster -> no difference" in out
+    assert f"1 of 7 verdict(s) changed between the two runs (details: {report})" in out
 
 
 def test_titles_show_backticks_as_code():

@@ -418,30 +418,6 @@ def predict(fn: Callable, words: Sequence[str]) -> list[list[str]]:
     return to_phonemes(bench.force(fn(tf.constant(encode_words(words)))))
 
 
-def latency_table(fns: Mapping[str, Callable], words: Sequence[str], batch_sizes: Sequence[int] = (1, 7, 20),
-                  *, repeats: int | Mapping[str, int] = 3, baseline: str | None = None) -> "LatencyTable":
-    """Time each path on the first k ``words`` for every k in ``batch_sizes``, one Comparison per k.
-
-    Every timed repeat is one call (each path takes at least a millisecond, far above the
-    timer's resolution). ``repeats`` may differ per path (``{"naive, eager": 1}``), so a
-    path that is a hundred times slower than the rest does not dominate the lecture's time.
-    """
-    _check_batch_sizes(words, batch_sizes)
-    if not fns:
-        raise ValueError("latency_table needs at least one path, e.g. g2p.paths(model)")
-    per_path = {name: repeats.get(name, 3) if isinstance(repeats, Mapping) else repeats for name in fns}
-    baseline = next(iter(fns)) if baseline is None else baseline
-    info = bench.machine()
-    results = {}
-    for k in batch_sizes:
-        x = tf.constant(encode_words(list(words[:k])))
-        timings = [bench.measure(functools.partial(fn, x), name=name, repeats=per_path[name], warmup=0, number=1)
-                   for name, fn in fns.items()]
-        results[k] = bench.Comparison(timings, baseline=baseline, machine=info,
-                                      title=f"{k} word(s) per call", params={"words": k})
-    return LatencyTable(results)
-
-
 def inference_widget(fns: Mapping[str, Callable], words: Sequence[str], batch_sizes: Sequence[int] = (1, 7, 20),
                      *, repeats: int = 5):
     """The live widget over the inference paths: time per call on the first ``words`` words, one run per
