@@ -358,7 +358,8 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
 
     ``baseline`` defaults to the first variant. Each variant's first call is timed alone, then
     ``warmup`` untimed and ``repeats`` timed rounds follow; in each round every variant runs once
-    (``number`` calls, chosen per variant as in ``measure`` when None), the baseline twice (the
+    (``number`` calls; when None, as many as last ``min_repeat_s``, sized from the last warm-up
+    call), the baseline twice (the
     A/A pair that sets the noise floor), and each round starts one variant later, so drift in the
     machine's load and what a variant leaves behind for the next hit them alike.
     ``on_result(timing, done, total)`` is called for each variant once all rounds are done.
@@ -379,13 +380,12 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
     for name, fn in variants.items():
         _check_callable(fn, name)
     first = {name: _call(fn, name) for name, fn in variants.items()}
+    last = dict(first)  # a call's duration, to size a round; the first call (tracing) only without warm-up
     for _ in range(warmup):
         for name, fn in variants.items():
-            _call(fn, name)
-    numbers = {}
-    for name, fn in variants.items():
-        one = max(_call(fn, name), 1e-7) if number is None else None
-        numbers[name] = number or max(1, min(10_000, math.ceil(min_repeat_s / one)))
+            last[name] = _call(fn, name)
+    numbers = {name: number or max(1, min(10_000, math.ceil(min_repeat_s / max(last[name], 1e-7))))
+               for name in names}
 
     def timer(name: str) -> Callable[[], float]:
         fn, n = variants[name], numbers[name]

@@ -46,9 +46,9 @@ def test_the_widget_times_in_turns_with_an_a_a_pair_and_shows_the_verdicts():
     result = w.run()
     assert result.names == ["a", "b"] and all(len(result[n].times_s) == 3 for n in "ab")
     assert result.twin is not None and len(result.twin.times_s) == 3  # the baseline against itself
-    # first calls, one warm-up round, one call each to size a round, then three rounds of a, b and
+    # first calls, one warm-up round (which sizes a round: one call each), then three rounds of a, b and
     # a's twin, each starting one later
-    assert "".join(calls) == "ab" + "ab" + "ab" + "aba" + "baa" + "aab"
+    assert "".join(calls) == "ab" + "ab" + "aba" + "baa" + "aab"
     assert w.progress.value == 2 and len(w.chart.outputs) == 1
     assert "verdict" in w.table.value and "noise floor" in w.table.value
     assert result._call_word("b") in w.table.value
