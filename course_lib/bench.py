@@ -5,6 +5,13 @@ the first call is timed on its own (it pays for tracing or compilation), results
 forced to host memory inside the timed region, each variant is repeated and reported
 as a median with its spread, and variants are compared as ratios measured in the same
 run, next to a description of the machine.
+
+A verdict ("faster", "slower", "no measurable difference") is called the same way everywhere
+(``Comparison.verdict``): the variants run in interleaved rounds, the baseline twice per round
+(an A/A pair: the same code against itself), a bootstrap over the rounds gives each ratio a 95%
+interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A
+difference is called only when the ratio's whole interval lies outside the floor, so noise that
+would flip the verdict on a re-run shows up as a wide interval and is not called.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ __all__ = [
     "force",
     "measure",
     "compare",
+    "compare_timers",
     "machine",
     "machine_summary",
     "table",
@@ -140,12 +148,41 @@ def measure(fn: Callable[[], Any], *, name: str = "fn", repeats: int = 7, warmup
     return Timing(name=name, first_call_s=first, times_s=times, number=number)
 
 
+CONFIDENCE = 0.95        # the bootstrap interval of every ratio
+BOOTSTRAP_SAMPLES = 2000  # resamples of the rounds; enough for a stable 2.5th and 97.5th percentile
+BOOTSTRAP_SEED = 0       # fixed, so the same timings always give the same interval and verdict
+MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is never called, because two runs
+                         # of a lecture on a shared machine drift by that much even when each run's A/A is tight
+TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
+
+
+def ratio_interval(over_s: Sequence[float], name_s: Sequence[float]) -> tuple[float, float]:
+    """The 95% bootstrap interval of median(over_s) / median(name_s), deterministic given the times.
+
+    The rounds are resampled with replacement; when both lists have one entry per round (the same
+    length), the same rounds are drawn for both, so a round that was slow for every variant moves
+    numerator and denominator together, as it did when it was measured.
+    """
+    a, b = np.asarray(over_s, dtype=float), np.asarray(name_s, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("a ratio's interval needs at least one time on each side")
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    ia = rng.integers(0, a.size, (BOOTSTRAP_SAMPLES, a.size))
+    ib = ia if a.size == b.size else rng.integers(0, b.size, (BOOTSTRAP_SAMPLES, b.size))
+    ratios = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
 @dataclass
 class Comparison:
-    """Several variants measured in one run, with ratios against a baseline.
+    """Several variants measured in one run, with ratios against a baseline and verdicts on them.
 
-    ``speedup`` of a variant is baseline median / variant median: above 1 is faster.
-    Renders as a table in a notebook (``_repr_html_``) and exports with ``to_dict``/``to_json``.
+    ``speedup`` of a variant is baseline median / variant median: above 1 is faster. ``twin`` is the
+    baseline timed a second time in the same rounds (``compare`` adds it); its ratio to the baseline
+    sets ``noise_floor``. Renders as a table in a notebook (``_repr_html_``) and exports with
+    ``to_dict``/``to_json``.
     """
 
     timings: list[Timing]
@@ -153,8 +190,9 @@ class Comparison:
     machine: dict = field(default_factory=dict)
     title: str = ""
     params: dict = field(default_factory=dict)
+    twin: Timing | None = None
 
-    COLUMNS = ("variant", "first call (ms)", "median (ms)", "spread (ms)", "speedup")
+    COLUMNS = ("variant", "first call (ms)", "median (ms)", "spread (ms)", "speedup", "speedup 95% interval", "verdict")
 
     def __getitem__(self, name: str) -> Timing:
         for t in self.timings:
@@ -170,41 +208,81 @@ class Comparison:
         """How many times faster ``name`` ran than ``over`` (the baseline by default)."""
         return self[over or self.baseline].median_s / self[name].median_s
 
+    def interval(self, name: str, over: str | None = None) -> tuple[float, float]:
+        """The 95% bootstrap interval of ``speedup(name, over)``, over the measured rounds."""
+        return ratio_interval(self[over or self.baseline].times_s, self[name].times_s)
+
+    @property
+    def noise_floor(self) -> float:
+        """The factor below which no difference is called: the farther end of the A/A pair's interval
+        (the baseline against itself, in the same rounds), and never less than ``MIN_FLOOR``. Without a
+        twin (timings put together by hand, from separate runs) it is ``MIN_FLOOR``."""
+        if self.twin is None:
+            return MIN_FLOOR
+        lo, hi = ratio_interval(self[self.baseline].times_s, self.twin.times_s)
+        return max(MIN_FLOOR, hi, 1 / lo)
+
     def apart(self, name: str, over: str | None = None) -> bool:
-        """Whether the two variants' quartile ranges do not overlap: a difference worth a sentence."""
-        lo_a, hi_a = self[name].spread_s
-        lo_b, hi_b = self[over or self.baseline].spread_s
-        return hi_a < lo_b or hi_b < lo_a
+        """Whether the difference is called: the ratio's whole interval lies outside
+        [1 / noise_floor, noise_floor]."""
+        lo, hi = self.interval(name, over)
+        floor = self.noise_floor
+        return lo > floor or hi < 1 / floor
 
     def verdict(self, name: str, over: str | None = None) -> str:
         """One sentence read from the measurement, so committed prose and a re-run cannot disagree.
 
-        "prefetch: 1.92x faster than naive (quartiles apart)", "... 3.1x slower ...", or
-        "no measurable difference (1.02x, quartiles overlap)".
+        "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x; noise floor 1.05x)", "... 3.1x
+        slower than ...", or "cache against naive: no measurable difference (1.02x; 95% interval
+        0.97–1.08x, within the noise floor of 1.05x)". ``lectures.verdicts_in`` reads them back.
         """
         over = over or self.baseline
         ratio = self.speedup(name, over)
+        lo, hi = self.interval(name, over)
+        floor = self.noise_floor
         if not self.apart(name, over):
-            return f"{name} against {over}: no measurable difference ({ratio_text(ratio)}, quartiles overlap)"
-        direction = f"{ratio_text(ratio)} faster than" if ratio >= 1 else f"{ratio_text(1 / ratio)} slower than"
-        return f"{name}: {direction} {over} (quartiles apart)"
+            return (f"{name} against {over}: no measurable difference ({ratio_text(ratio)}; 95% interval "
+                    f"{_factor(lo)}–{_factor(hi)}x, within the noise floor of {_factor(floor)}x)")
+        if ratio >= 1:
+            direction = f"{ratio_text(ratio)} faster than"
+        else:  # the interval in the headline's direction: how many times slower
+            direction, lo, hi = f"{ratio_text(1 / ratio)} slower than", 1 / hi, 1 / lo
+        return f"{name}: {direction} {over} (95% interval {_factor(lo)}–{_factor(hi)}x; noise floor {_factor(floor)}x)"
 
     def verdicts(self) -> "Verdicts":
         """Every variant's verdict against the baseline, shown as a Markdown list in a notebook."""
         return Verdicts([self.verdict(n) for n in self.names if n != self.baseline])
 
+    def _call_word(self, name: str) -> str:
+        if name == self.baseline:
+            return "baseline"
+        if not self.apart(name):
+            return "no difference"
+        return "faster" if self.speedup(name) >= 1 else "slower"
+
     def rows(self) -> list[tuple]:
         out = []
         for t in self.timings:
             lo, hi = t.spread_s
+            ci_lo, ci_hi = self.interval(t.name)
             out.append((t.name, t.first_call_s * 1e3, t.median_s * 1e3,
-                        f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", self.speedup(t.name)))
+                        f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", self.speedup(t.name),
+                        "" if t.name == self.baseline else f"{_factor(ci_lo)}–{_factor(ci_hi)}x",
+                        self._call_word(t.name)))
         return out
+
+    def floor_text(self) -> str:
+        """How the noise floor was measured, for a caption."""
+        how = (f"the baseline against itself in the same {len(self.twin.times_s)} rounds" if self.twin is not None
+               else "no A/A pair was timed, so the least floor")
+        return f"noise floor {_factor(self.noise_floor)}x ({how})"
 
     def to_dict(self) -> dict:
         return {"title": self.title, "baseline": self.baseline, "params": self.params,
-                "machine": self.machine, "columns": list(self.COLUMNS),
-                "variants": [dict(t.to_dict(), speedup=self.speedup(t.name)) for t in self.timings]}
+                "machine": self.machine, "columns": list(self.COLUMNS), "noise_floor": self.noise_floor,
+                "twin": None if self.twin is None else self.twin.to_dict(),
+                "variants": [dict(t.to_dict(), speedup=self.speedup(t.name), interval=list(self.interval(t.name)),
+                                  verdict=self._call_word(t.name)) for t in self.timings]}
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         text = json.dumps(self.to_dict(), indent=2, default=str)
@@ -215,26 +293,31 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, speedup_text(sp))
-                for name, first, med, spread, sp in self.rows()]
+        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, speedup_text(sp), ci, call)
+                for name, first, med, spread, sp, ci, call in self.rows()]
         return (header + text_table(self.COLUMNS, rows)
-                + f"\n(baseline: {self.baseline}; {machine_summary(self.machine)})")
+                + f"\n(baseline: {self.baseline}; {self.floor_text()}; {machine_summary(self.machine)})")
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.COLUMNS)
         body = []
-        for name, first, med, spread, sp in self.rows():
+        for name, first, med, spread, sp, ci, call in self.rows():
             body.append(f"<tr><td>{html.escape(name)}</td><td>{first:.3g}</td><td>{med:.3g}</td>"
-                        f"<td>{spread}</td><td><b>{speedup_text(sp)}</b></td></tr>")
+                        f"<td>{spread}</td><td><b>{speedup_text(sp)}</b></td><td>{ci}</td>"
+                        f"<td>{html.escape(call)}</td></tr>")
         caption = html.escape(self.title) if self.title else ""
         return (f"<table><caption>{caption}</caption><tr>{head}</tr>{''.join(body)}</table>"
-                f"<p><small>baseline: {html.escape(self.baseline)}; "
+                f"<p><small>baseline: {html.escape(self.baseline)}; {html.escape(self.floor_text())}; "
                 f"{html.escape(machine_summary(self.machine))}</small></p>")
 
     def plot(self, ax=None):
         """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
         from course_lib.plotting import speedup_bars
         return speedup_bars(self, ax=ax)
+
+
+def _factor(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 def _times(x: float) -> str:
@@ -269,58 +352,82 @@ class Verdicts:
 def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None = None,
             repeats: int = 7, warmup: int = 1, number: int | None = None,
             title: str = "", params: Mapping | None = None,
-            on_result: Callable[[Timing, int, int], None] | None = None, in_turns: bool = False) -> Comparison:
-    """Measure each variant in turn in this run and compare them against ``baseline``.
+            on_result: Callable[[Timing, int, int], None] | None = None, in_turns: bool = True,
+            min_repeat_s: float = 0.02) -> Comparison:
+    """Measure the variants in turns in this run and compare them against ``baseline``.
 
-    ``baseline`` defaults to the first variant. ``on_result(timing, done, total)`` is
-    called after each variant, which is how the live widget updates as it goes.
-    ``in_turns=True``: the variants take turns within each round (one call each, after each
-    variant's first call and ``warmup`` rounds; each round starts one variant later), so drift in
-    the machine's load and what a variant leaves behind for the next hit them alike:
-    what a ratio of a few percent needs on a shared machine. ``number`` must then be None or 1.
+    ``baseline`` defaults to the first variant. Each variant's first call is timed alone, then
+    ``warmup`` untimed and ``repeats`` timed rounds follow; in each round every variant runs once
+    (``number`` calls; when None, as many as last ``min_repeat_s``, sized from the last warm-up
+    call), the baseline twice (the
+    A/A pair that sets the noise floor), and each round starts one variant later, so drift in the
+    machine's load and what a variant leaves behind for the next hit them alike.
+    ``on_result(timing, done, total)`` is called for each variant once all rounds are done.
+    ``in_turns`` is always true: variants timed one after the other are lecture 00's fourth mistake.
     """
     if not variants:
         raise ValueError("compare needs at least one variant, e.g. {'numpy': lambda: f(x)}")
+    if not in_turns:
+        raise ValueError("compare always times the variants in turns, the only way its verdicts hold; "
+                         "drop in_turns=False")
     names = list(variants)
     baseline = names[0] if baseline is None else baseline
     if baseline not in variants:
         raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(names)}")
     _check_repeats(repeats, warmup)
-    if in_turns:
-        if number not in (None, 1):
-            raise ValueError(f"in_turns times one call per variant per round; got number={number!r}")
-        timings = _in_turns(variants, repeats, warmup)
-        for i, timing in enumerate(timings):
-            if on_result is not None:
-                on_result(timing, i + 1, len(names))
-        return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
-                          params=dict(params or {}))
-    timings = []
-    for i, name in enumerate(names):
-        timings.append(measure(variants[name], name=name, repeats=repeats, warmup=warmup,
-                               number=number))
-        if on_result is not None:
-            on_result(timings[-1], i + 1, len(names))
-    return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
-                      params=dict(params or {}))
-
-
-def _in_turns(variants: Mapping[str, Callable[[], Any]], repeats: int, warmup: int) -> list[Timing]:
-    """Each variant's first call, then ``warmup`` untimed and ``repeats`` timed rounds of one call each."""
+    if number is not None and (not isinstance(number, int) or number < 1):
+        raise ValueError(f"number must be a whole number >= 1 or None, got {number!r}")
     for name, fn in variants.items():
         _check_callable(fn, name)
     first = {name: _call(fn, name) for name, fn in variants.items()}
+    last = dict(first)  # a call's duration, to size a round; the first call (tracing) only without warm-up
     for _ in range(warmup):
         for name, fn in variants.items():
-            _call(fn, name)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
+            last[name] = _call(fn, name)
+    numbers = {name: number or max(1, min(10_000, math.ceil(min_repeat_s / max(last[name], 1e-7))))
+               for name in names}
+
+    def timer(name: str) -> Callable[[], float]:
+        fn, n = variants[name], numbers[name]
+        return lambda: sum(_call(fn, name) for _ in range(n)) / n
+
+    return compare_timers({name: timer(name) for name in names}, first, baseline=baseline, repeats=repeats,
+                          numbers=numbers, title=title, params=params, on_result=on_result)
+
+
+def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapping[str, float], *,
+                   baseline: str, repeats: int, twin: Callable[[], float] | None = None,
+                   numbers: Mapping[str, int] | None = None, title: str = "", params: Mapping | None = None,
+                   on_result: Callable[[Timing, int, int], None] | None = None) -> Comparison:
+    """The interleaved rounds behind every verdict, for any way of timing a variant.
+
+    ``timers[name]()`` times one round of variant ``name`` and returns seconds per call (``compare``
+    times a callable here; ``processes.Workers`` asks a live process). Each of ``repeats`` rounds runs
+    every timer once and the baseline's twice (``twin``, the baseline's timer by default: a second
+    process of the same kind, for variants in their own processes), each round starting one variant
+    later. ``first_call_s`` is each variant's first call, timed before the rounds.
+    """
+    if baseline not in timers:
+        raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(timers)}")
+    _check_repeats(repeats, 0)
+    order = list(timers) + [TWIN]
+    run = {**timers, TWIN: twin or timers[baseline]}
+    times: dict[str, list[float]] = {name: [] for name in order}
     for r in range(repeats):
         # each round starts one variant later, so no variant always runs right after the same one:
         # a call straight after a long NumPy run measured up to 25% slower (caches, allocator, threads)
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(_call(variants[name], name))
-    return [Timing(name=name, first_call_s=first[name], times_s=times[name], number=1) for name in variants]
+        for name in order[r % len(order):] + order[:r % len(order)]:
+            times[name].append(run[name]())
+    numbers = dict(numbers or {})
+    timings = [Timing(name=name, first_call_s=first_call_s[name], times_s=times[name],
+                      number=numbers.get(name, 1)) for name in timers]
+    for i, timing in enumerate(timings):
+        if on_result is not None:
+            on_result(timing, i + 1, len(timings))
+    twin_timing = Timing(name=f"{baseline} ({TWIN})", first_call_s=first_call_s[baseline], times_s=times[TWIN],
+                         number=numbers.get(baseline, 1))
+    return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
+                      params=dict(params or {}), twin=twin_timing)
 
 
 def save_report(comparisons: Iterable[Comparison], path: str | os.PathLike, **fields: Any) -> str:

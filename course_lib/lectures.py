@@ -5,13 +5,18 @@ names the notebook, the cell that failed and the kernel's log: TensorFlow's C++ 
 go to ``build/lectures/logs/``, not into the notebooks (``course_lib.kernel``) nor the
 terminal, which shows only progress and results; ``write_index`` gathers each lecture's
 key results (cells tagged ``key-result``) into one HTML page with the machine it ran on.
+``run_twice`` runs lectures twice on one machine and ``verdict_changes`` lists the rendered
+verdicts (``bench.Comparison.verdict`` sentences and the verdict column of its tables) that
+differ between the two runs: how often a reader's re-run would contradict the text.
 """
 
 from __future__ import annotations
 
 import ast
 import html
+import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,6 +256,12 @@ def render_html(notebook: Path) -> Path:
     return page
 
 
+def inline_code(text: str) -> str:
+    """``text`` as HTML, each `backticked` span as <code> (titles are Markdown)."""
+    return "".join(f"<code>{html.escape(part)}</code>" if i % 2 else html.escape(part)
+                   for i, part in enumerate(text.split("`"))) if text.count("`") % 2 == 0 else html.escape(text)
+
+
 def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
     """One page: each lecture's key results and figure, the machine, links to HTML renderings of the notebooks."""
     from course_lib.bench import machine_summary
@@ -264,7 +275,7 @@ def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
         body = "\n".join(key_results(o.output)) if o.output.exists() and o.ok else ""
         title = o.lecture.title
         heading = title if title.startswith(o.lecture.number) else f"{o.lecture.number} · {title}"
-        sections.append(f'<section><h2>{html.escape(heading)}</h2>'
+        sections.append(f'<section><h2>{inline_code(heading)}</h2>'
                         f'<p><a href="{html.escape(str(rel))}">executed notebook</a> · ran in {o.seconds:.0f} s'
                         f'{" with " + html.escape(str(o.params)) if o.params else ""}</p>{status}{body}</section>')
     flags = ", ".join(info.get("cpu_flags", []))
@@ -282,3 +293,103 @@ devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strf
     index = output_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
+
+
+# -- Verdict stability: the same lectures, twice ------------------------------------------------------
+
+# the sentence Comparison.verdict renders: "A: 1.9x faster than B (95% interval ...", "A against B: no measurable
+# difference (1.02x; 95% interval ..."
+_CALLED = re.compile(r"(?P<subject>[^\n]*?): [\d.,]+x (?P<call>faster|slower) than (?P<over>[^\n]*?) \(95% interval")
+_NOT_CALLED = re.compile(r"(?P<subject>[^\n]*?) against (?P<over>[^\n:]*?): no measurable difference \(")
+# a row of Comparison's HTML table, whose last column is the call against the baseline
+_ROW = re.compile(r"<tr><td>(?P<name>[^<]*)</td>(?:<td>(?:<b>)?[^<]*(?:</b>)?</td>){5}"
+                  r"<td>(?P<call>faster|slower|no difference)</td></tr>")
+_CAPTION = re.compile(r"<caption>(?P<caption>[^<]*)</caption>")
+
+
+def _subject(text: str) -> str:
+    """The part of a sentence before a verdict that names what it judges (after the last clause break)."""
+    text = re.split(r"[.;(*]\s|\*|^- ", text)[-1]
+    return text.strip(" -*_")
+
+
+def _verdicts_in_text(text: str) -> dict[str, str]:
+    found = {}
+    for m in _CALLED.finditer(text):
+        found[f"{_subject(m['subject'])} | {m['over'].strip()}"] = m["call"]
+    for m in _NOT_CALLED.finditer(text):
+        found[f"{_subject(m['subject'])} | {m['over'].strip()}"] = "no difference"
+    return found
+
+
+def _verdicts_in_html(text: str) -> dict[str, str]:
+    found = {}
+    for table in text.split("<table>")[1:]:
+        caption = _CAPTION.search(table)
+        for m in _ROW.finditer(table):
+            found[f"{html.unescape(caption['caption']) if caption else ''} | {html.unescape(m['name'])} | table"] = \
+                m["call"]
+    return found
+
+
+def verdicts_in(notebook: Path) -> dict[tuple[int, str], str]:
+    """Every verdict an executed notebook renders: (cell index, what it judges) -> "faster", "slower" or
+    "no difference". Read from Markdown, printed text and the verdict column of comparison tables."""
+    nb = nbformat.read(notebook, as_version=4)
+    out: dict[tuple[int, str], str] = {}
+    for i, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            found = {}
+            if "text/html" in data:
+                found.update(_verdicts_in_html(data["text/html"]))
+            for kind in ("text/markdown", "text/plain") if "text/markdown" in data else ("text/plain",):
+                if kind in data and not ("text/html" in data and kind == "text/plain"):
+                    found.update(_verdicts_in_text(data[kind]))
+            if output.get("output_type") == "stream":
+                found.update(_verdicts_in_text(output.get("text", "")))
+            out.update({(i, key): call for key, call in found.items()})
+    return out
+
+
+@dataclass
+class VerdictChange:
+    """One verdict that differs between two runs of a lecture (None: the run rendered no such verdict)."""
+
+    notebook: str
+    cell: int
+    judged: str
+    first: str | None
+    second: str | None
+
+    def __str__(self) -> str:
+        return (f"{self.notebook} cell {self.cell}: {self.judged}: "
+                f"{self.first or '(absent)'} -> {self.second or '(absent)'}")
+
+
+def verdict_changes(first: Path, second: Path) -> list[VerdictChange]:
+    """The verdicts that differ between two executed copies of one notebook, in cell order."""
+    a, b = verdicts_in(first), verdicts_in(second)
+    return [VerdictChange(Path(first).name, cell, judged, a.get((cell, judged)), b.get((cell, judged)))
+            for cell, judged in sorted(set(a) | set(b)) if a.get((cell, judged)) != b.get((cell, judged))]
+
+
+def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
+              output_dir: Path = BUILD / "twice", progress: bool = True
+              ) -> tuple[list[Outcome], list[VerdictChange], Path]:
+    """Run the lectures twice on this machine (``output_dir/run-1``, ``run-2``) and compare every verdict they
+    render; writes ``output_dir/verdicts.json`` (counts and each change). Returns both runs' outcomes, the
+    changes and that file's path; a lecture that failed in either run is left out of the comparison (its
+    outcome says why)."""
+    runs = [run(only, params, output_dir=output_dir / f"run-{i}", progress=progress) for i in (1, 2)]
+    changes, counted = [], 0
+    for one, two in zip(*runs):
+        if one.ok and two.ok:
+            counted += len(set(verdicts_in(one.output)) | set(verdicts_in(two.output)))
+            changes += verdict_changes(one.output, two.output)
+    report = {"verdicts": counted, "changed": len(changes), "lectures": [o.lecture.stem for o in runs[0]],
+              "failed": [o.lecture.stem for o in runs[0] + runs[1] if not o.ok],
+              "changes": [vars(c) for c in changes]}
+    path = output_dir / "verdicts.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return runs[0] + runs[1], changes, path

@@ -5,7 +5,8 @@ Several of TensorFlow's settings are read once, when it starts: XLA flags
 logical devices, placement logging, and the ``TF_CONFIG`` that tells a worker of
 MultiWorkerMirroredStrategy where its peers are. A lecture that shows one of them runs
 code in a new Python, and ``run`` (one process) and ``run_many`` (several at once, each
-with its own environment) are how:
+with its own environment) are how; ``Workers`` keeps such processes alive to time variants
+in turns:
 
 * the child runs ``module:function(*args, **kwargs)`` or a source snippet, after the
   environment variables, the XLA flags and the logical CPUs asked for are in place;
@@ -16,7 +17,11 @@ with its own environment) are how:
   stderr; one still running after ``timeout`` raises ``ChildTimeout``; as soon as one
   of several fails, the others are stopped;
 * however it ends, every child and whatever it started is stopped before the call
-  returns (each child leads its own process group: SIGTERM, then SIGKILL).
+  returns (each child leads its own process group: SIGTERM, then SIGKILL);
+* ``Workers`` starts one live process per variant (and a second one for the baseline, the
+  A/A pair), each building its callable once, then asks them in turns, round after round, to
+  time a call: a variant that needs its own process is compared like any other, with
+  ``bench.compare_timers``, never one process after another.
 
 The module imports neither TensorFlow nor NumPy, so the ``course`` command stays quick.
 """
@@ -28,6 +33,7 @@ import importlib.util
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -40,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["ChildError", "ChildTimeout", "Finished", "run", "run_many"]
+__all__ = ["ChildError", "ChildTimeout", "Finished", "Workers", "run", "run_many"]
 
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _BARRIER_S = 60.0  # how long a finished child waits for the others before exiting
@@ -99,10 +105,7 @@ def run_many(target: str | None, each: Sequence[Mapping[str, str]], *, source: s
         raise ValueError("run_many needs one environment mapping per child, got none")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    base = {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **dict(env or {})}
-    if xla_flags is not None:
-        base["TF_XLA_FLAGS"] = xla_flags
-    base["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [os.getcwd()])  # the parent's imports
+    base = _environment(env, xla_flags)
     n = len(each)
     folder = Path(tempfile.mkdtemp(prefix="course-child-"))
     (folder / "spec.json").write_text(spec)
@@ -129,6 +132,15 @@ def run_many(target: str | None, each: Sequence[Mapping[str, str]], *, source: s
     finally:
         _stop(procs, grace)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _environment(env: Mapping[str, str] | None, xla_flags: str | None = None) -> dict[str, str]:
+    """A child's environment: the parent's, quiet TensorFlow logging, ``env``, the flags and the parent's imports."""
+    base = {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **dict(env or {})}
+    if xla_flags is not None:
+        base["TF_XLA_FLAGS"] = xla_flags
+    base["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [os.getcwd()])  # the parent's imports
+    return base
 
 
 def _describe(target: str | None, source: str | None, xla_flags: str | None) -> str:
@@ -286,5 +298,185 @@ def _child_main(folder: str, index: str, n_children: str) -> None:
     os._exit(0)
 
 
+# -- Live workers, timed in turns -----------------------------------------------------------------
+
+_TWIN = "A/A"
+
+
+class Workers:
+    """One live Python per variant, each with its own environment, asked in turns to time its callable.
+
+    ``target`` is ``"module:function"``; each worker calls it once with ``kwargs`` and the variant's
+    own keyword arguments, and it returns the callable to time, called with each request's ``args``.
+    ``variants`` maps a name to ``(env, kwargs)``: ``env`` holds the variables TensorFlow reads at
+    start-up (``TF_XLA_FLAGS``, ``OMP_NUM_THREADS``, ``TF_ENABLE_ONEDNN_OPTS``), in place before the
+    worker imports anything. Building may take ``start_timeout`` seconds, each later request
+    ``timeout``. The baseline (the first variant) gets a second process, its A/A twin, whose ratio to
+    the baseline is the noise floor, process to process. Use as a context manager; every process is
+    stopped on exit.
+
+    If the callable has an ``info()`` method, ``info(name)`` returns what it says (JSON), e.g. how many
+    XLA clusters its first call compiled.
+    """
+
+    def __init__(self, target: str, variants: Mapping[str, tuple[Mapping[str, str], Mapping]], *,
+                 kwargs: Mapping | None = None, timeout: float = 300.0, start_timeout: float = 600.0):
+        _check_target(target)
+        if not variants:
+            raise ValueError("Workers needs at least one variant: {name: (env, kwargs)}")
+        for what, value in (("timeout", timeout), ("start_timeout", start_timeout)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+        self.names = list(variants)
+        self.baseline = self.names[0]
+        self.timeout = float(timeout)
+        self._folder = Path(tempfile.mkdtemp(prefix="course-workers-"))
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._replies: dict[str, int] = {}
+        self._buffers: dict[str, bytes] = {}
+        self._errs: dict[str, Path] = {}
+        plan = {**{name: variants[name] for name in self.names}, _TWIN: variants[self.baseline]}
+        try:
+            for i, (name, (env, extra)) in enumerate(plan.items()):
+                spec = self._folder / f"{i}.json"
+                try:
+                    spec.write_text(json.dumps({"target": target, "kwargs": {**dict(kwargs or {}), **dict(extra)}}))
+                except TypeError as exc:
+                    raise TypeError(f"variant {name!r}: kwargs are sent to the worker as JSON: {exc}") from None
+                read, write = os.pipe()
+                with open(self._folder / f"{i}.out", "wb") as out, open(self._folder / f"{i}.err", "wb") as err:
+                    self._procs[name] = subprocess.Popen(
+                        [sys.executable, "-m", "course_lib.processes", "--worker", str(spec), str(write)],
+                        stdin=subprocess.PIPE, stdout=out, stderr=err, env=_environment(env),
+                        pass_fds=(write,), start_new_session=True)
+                os.close(write)
+                self._replies[name], self._buffers[name] = read, b""
+                self._errs[name] = self._folder / f"{i}.err"
+            for name in plan:
+                self._reply(name, start_timeout)  # {"ready": true} once the callable is built
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _label(self, name: str) -> str:
+        return f"the worker for {self.baseline!r} (A/A twin)" if name == _TWIN else f"the worker for {name!r}"
+
+    def _reply(self, name: str, timeout: float | None = None) -> dict:
+        """The worker's next line of JSON; a worker that died or went quiet is a clear error."""
+        timeout = self.timeout if timeout is None else timeout
+        fd, deadline = self._replies[name], time.monotonic() + timeout
+        while b"\n" not in self._buffers[name]:
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                tail = _tail(self._errs[name])
+                raise ChildTimeout(f"{self._label(name)} did not answer within {timeout:g} s (timeout). "
+                                   f"End of its stderr:\n{tail}", stderr_tail=tail)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                code = self._procs[name].wait()
+                tail = _tail(self._errs[name])
+                raise ChildError(f"{self._label(name)} exited with code {code}. End of its stderr:\n{tail}",
+                                 returncode=code, stderr_tail=tail)
+            self._buffers[name] += chunk
+        line, self._buffers[name] = self._buffers[name].split(b"\n", 1)
+        return json.loads(line)
+
+    def _ask(self, name: str, request: dict) -> dict:
+        proc = self._procs[name]
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the reply reports how the worker ended
+        return self._reply(name)
+
+    def time(self, name: str, number: int = 1, args: Sequence = ()) -> float:
+        """Seconds per call of ``name``'s callable on ``args`` (JSON), over ``number`` calls made now in its process."""
+        if name not in self._procs:
+            raise KeyError(f"no variant {name!r}; variants are: {', '.join(self.names)}")
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ValueError(f"number must be a whole number >= 1, got {number!r}")
+        return self._ask(name, {"op": "time", "number": number, "args": list(args)})["seconds"]
+
+    def info(self, name: str) -> Any:
+        """What ``name``'s callable's ``info()`` returns (None when it has none)."""
+        return self._ask(name, {"op": "info"})["info"]
+
+    def compare(self, *, repeats: int = 7, warmup: int = 1, number: int = 1, args: Sequence = (),
+                title: str = "", params: Mapping | None = None):
+        """Time every variant on ``args`` in interleaved rounds, the baseline's twin among them, and compare
+        them (``bench.compare_timers``): each worker's first call on ``args``, ``warmup`` untimed rounds,
+        ``repeats`` timed."""
+        from course_lib import bench
+
+        first = {name: self.time(name, 1, args) for name in self.names}
+        self.time(_TWIN, 1, args)
+        for _ in range(warmup):
+            for name in self.names + [_TWIN]:
+                self.time(name, number, args)
+        timers = {name: (lambda name=name: self.time(name, number, args)) for name in self.names}
+        return bench.compare_timers(timers, first, baseline=self.baseline, repeats=repeats,
+                                    twin=lambda: self.time(_TWIN, number, args),
+                                    numbers={name: number for name in self.names}, title=title, params=params)
+
+    def close(self) -> None:
+        """Stop every worker (and whatever it started); safe to call twice."""
+        procs = list(self._procs.values())
+        for p in procs:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+        _stop(procs, grace=3.0)
+        for fd in self._replies.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._procs, self._replies = {}, {}
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _worker_main(spec_path: str, reply_fd: str) -> None:
+    """A live worker: build the callable, say so, then answer each request on stdin with one line of JSON."""
+    out = os.fdopen(int(reply_fd), "w", buffering=1)
+    try:
+        spec = json.loads(Path(spec_path).read_text())
+        module, name = spec["target"].split(":")
+        fn = getattr(importlib.import_module(module), name)(**spec["kwargs"])
+        if not callable(fn):
+            raise TypeError(f"{spec['target']} must return the zero-argument callable to time, "
+                            f"got {type(fn).__name__}")
+        from course_lib.bench import force
+
+        out.write(json.dumps({"ready": True}) + "\n")
+        for line in sys.stdin:
+            request = json.loads(line)
+            if request["op"] == "time":
+                start = time.perf_counter()
+                for _ in range(request["number"]):
+                    force(fn(*request["args"]))
+                reply = {"seconds": (time.perf_counter() - start) / request["number"]}
+            else:
+                reply = {"info": fn.info() if hasattr(fn, "info") else None}
+            out.write(json.dumps(reply, default=_jsonable) + "\n")
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.stderr.flush()
+    os._exit(0)
+
+
 if __name__ == "__main__":
-    _child_main(*sys.argv[1:4])
+    if sys.argv[1] == "--worker":
+        _worker_main(*sys.argv[2:4])
+    else:
+        _child_main(*sys.argv[1:4])

@@ -34,14 +34,14 @@ class SpeedupWidget:
     ``variants`` maps a name to a builder: called with the size knobs as keyword
     arguments, it prepares its data (untimed) and returns the zero-argument callable
     to time. ``sizes`` maps each knob to its choices; ``defaults`` picks the start
-    values (the first choice otherwise). ``in_turns=True`` times the variants in turns
-    (``bench.compare``), for variants expected within a few percent of each other; the
-    display then updates once, when all are timed.
+    values (the first choice otherwise). The variants are timed in turns with an A/A pair of the
+    baseline (``bench.compare``), and the table's verdict column is ``Comparison.verdict``'s call:
+    the same rule as every sentence in the course. The display updates once all rounds are timed.
     """
 
     def __init__(self, variants: Mapping[str, Builder], sizes: Mapping[str, Sequence] | None = None, *,
                  defaults: Mapping[str, Any] | None = None, baseline: str | None = None,
-                 title: str = "", repeats: int = 5, in_turns: bool = False):
+                 title: str = "", repeats: int = 5):
         if not variants:
             raise ValueError("SpeedupWidget needs at least one variant: {'name': lambda **sizes: fn}")
         for name, builder in variants.items():
@@ -61,7 +61,6 @@ class SpeedupWidget:
         self._check_variant(self.baseline, "baseline")
         self.title = title
         self.repeats = repeats
-        self.in_turns = in_turns
         self.result: bench.Comparison | None = None
         self.timed: dict[str, Callable[[], Any]] = {}  # the last run's callables, to inspect what they did
         self._build_controls()
@@ -164,7 +163,7 @@ class SpeedupWidget:
 
         try:
             result = bench.compare(callables, baseline=baseline, repeats=self.repeats,
-                                   title=self.title, params=params, on_result=on_result, in_turns=self.in_turns)
+                                   title=self.title, params=params, on_result=on_result)
         finally:
             self.button.disabled = False
             self.progress.description = "done"

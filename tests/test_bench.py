@@ -101,14 +101,85 @@ def _timing(name, times):
     return bench.Timing(name=name, first_call_s=times[0], times_s=list(times), number=1)
 
 
-def test_verdicts_are_read_from_the_measurement():
-    c = bench.Comparison([_timing("naive", [1.0, 1.1, 1.2, 1.3, 1.4]),
-                          _timing("prefetch", [0.5, 0.52, 0.55, 0.57, 0.6]),
-                          _timing("cache", [1.05, 1.15, 1.2, 1.25, 1.35])], baseline="naive")
-    assert c.verdict("prefetch") == "prefetch: 2.18x faster than naive (quartiles apart)"
-    assert c.verdict("cache").startswith("cache against naive: no measurable difference (1x")
-    assert c.verdict("naive", over="prefetch") == "naive: 2.18x slower than prefetch (quartiles apart)"
-    assert str(c.verdicts()).splitlines() == [f"- {c.verdict('prefetch')}", f"- {c.verdict('cache')}"]
+def _rounds(center, spread, n=15, seed=0):
+    """``n`` synthetic per-round times around ``center`` seconds, relative noise ``spread``."""
+    return list(center * (1 + spread * np.random.default_rng(seed).standard_normal(n)))
+
+
+def _comparison(variants, twin):
+    timings = [_timing(name, times) for name, times in variants.items()]
+    return bench.Comparison(timings, baseline=timings[0].name, twin=_timing("twin", twin))
+
+
+def test_a_clear_difference_is_called_with_its_interval():
+    c = _comparison({"naive": _rounds(1.0, 0.03), "prefetch": _rounds(0.5, 0.03, seed=1)},
+                    twin=_rounds(1.0, 0.03, seed=2))
+    lo, hi = c.interval("prefetch")
+    assert lo <= c.speedup("prefetch") <= hi and 1.8 < lo and hi < 2.2
+    assert c.apart("prefetch") and c.apart("naive", over="prefetch")
+    assert c.verdict("prefetch").startswith(f"prefetch: {bench.ratio_text(c.speedup('prefetch'))} faster than naive "
+                                            "(95% interval ")
+    slower = c.verdict("naive", over="prefetch")
+    assert slower.startswith("naive: ") and " slower than prefetch (95% interval " in slower
+    assert "noise floor 1.05x" in slower  # a quiet A/A pair: the least floor
+    assert str(c.verdicts()).splitlines() == [f"- {c.verdict('prefetch')}"]
+    assert [row[-1] for row in c.rows()] == ["baseline", "faster"]
+
+
+def test_overlapping_noise_is_not_called():
+    # 3% apart under 20% noise: the interval reaches across the floor
+    c = _comparison({"a": _rounds(1.0, 0.2), "b": _rounds(0.97, 0.2, seed=1)}, twin=_rounds(1.0, 0.2, seed=2))
+    assert not c.apart("b") and not c.apart("a", over="b")
+    assert c.verdict("b").startswith("b against a: no measurable difference (")
+    assert "within the noise floor" in c.verdict("b")
+
+
+def test_the_noise_floor_is_the_a_a_pair_interval_and_a_difference_must_clear_it():
+    # 10% apart, timed precisely, but the baseline against itself varies by far more: not called
+    noisy_twin = [t * f for t, f in zip(_rounds(1.0, 0.005), [0.7, 1.4] * 8)]
+    c = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1 / 1.1, 0.005, seed=1)}, twin=noisy_twin)
+    assert c.noise_floor > 1.1
+    lo, _ = c.interval("b")
+    assert lo > 1.05  # clears the least floor, not the measured one
+    assert not c.apart("b")
+    quiet = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1 / 1.1, 0.005, seed=1)},
+                        twin=_rounds(1.0, 0.005, seed=3))
+    assert quiet.noise_floor == bench.MIN_FLOOR and quiet.apart("b")
+    assert bench.Comparison([_timing("a", [1.0, 1.0])], baseline="a").noise_floor == bench.MIN_FLOOR
+
+
+def test_a_bimodal_spread_gives_a_wide_interval_and_a_verdict_only_where_both_modes_agree():
+    # lecture 00's busy run: calls either get a core (about 1.2 ms) or share one (about 14 ms); the median falls
+    # between the modes and quartiles stretch from one to the other
+    quiet = _rounds(1.0e-3, 0.03)
+    busy = [1.21e-3, 14.1e-3, 7.46e-3, 1.3e-3, 13.0e-3, 1.25e-3, 14.5e-3, 12.8e-3, 1.22e-3, 13.9e-3, 1.4e-3,
+            14.0e-3, 7.0e-3, 1.3e-3, 13.5e-3]
+    c = bench.Comparison([_timing("quiet", quiet), _timing("busy", busy)], baseline="quiet")
+    lo, hi = c.interval("busy")
+    assert hi / lo > 3  # the interval says how unsure the median is
+    assert c.apart("busy") and " slower than quiet" in c.verdict("busy")  # both modes are slower: called
+    # one mode as fast as the baseline, the other far slower: the interval reaches 1, so nothing is called
+    mixed = [1.0e-3 if i % 2 else 14e-3 for i in range(15)]
+    c = bench.Comparison([_timing("quiet", quiet), _timing("mixed", mixed)], baseline="quiet")
+    assert not c.apart("mixed") and "no measurable difference" in c.verdict("mixed")
+
+
+def test_the_bootstrap_is_deterministic_given_the_timings():
+    a, b = _rounds(1.0, 0.1), _rounds(0.9, 0.1, seed=1)
+    assert bench.ratio_interval(a, b) == bench.ratio_interval(list(a), list(b))
+    c1 = _comparison({"a": a, "b": b}, twin=_rounds(1.0, 0.1, seed=2))
+    c2 = _comparison({"a": a, "b": b}, twin=_rounds(1.0, 0.1, seed=2))
+    assert c1.verdict("b") == c2.verdict("b") and c1.to_dict() == c2.to_dict()
+    assert bench.ratio_interval(a, b) != bench.ratio_interval(a, _rounds(0.9, 0.1, seed=5))
+    with pytest.raises(ValueError, match="at least one time on each side"):
+        bench.ratio_interval([], [1.0])
+
+
+def test_rounds_are_paired_so_a_slow_round_slows_both_sides():
+    # every round's load moves both variants alike: paired, the ratio is exact despite 50% drift across rounds
+    load = [1.0, 1.5, 0.8, 1.3, 1.1, 0.9, 1.4, 1.0, 1.2]
+    lo, hi = bench.ratio_interval([2 * x for x in load], load)
+    assert lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
 
 
 def test_ratio_text_stays_readable_at_both_ends():
@@ -205,17 +276,33 @@ def test_two_benchmarks_cannot_share_a_name():
         bench.command("ops")(lambda args: [])
 
 
-def test_compare_in_turns_times_every_variant_in_each_round():
+def test_compare_times_every_variant_and_the_baselines_twin_in_each_round():
     calls = []
     cmp = bench.compare({v: lambda v=v: calls.append(v) for v in "abc"}, baseline="a",
-                        repeats=4, warmup=1, in_turns=True)
-    # first calls, one warm-up round, then timed rounds that each start one variant later
-    assert "".join(calls) == "abc" + "abc" + "abc" + "bca" + "cab" + "abc" and cmp.names == ["a", "b", "c"]
+                        repeats=4, warmup=1, number=1)
+    # first calls, one warm-up round, then timed rounds of a, b, c and a's twin, each starting one variant later
+    assert "".join(calls) == "abc" + "abc" + "abca" + "bcaa" + "caab" + "aabc" and cmp.names == ["a", "b", "c"]
     assert all(len(t.times_s) == 4 and t.number == 1 for t in cmp.timings)
-    with pytest.raises(ValueError, match="in_turns times one call per variant per round; got number=5"):
-        bench.compare({"a": lambda: 1}, number=5, in_turns=True)
+    assert cmp.twin.name == "a (A/A)" and len(cmp.twin.times_s) == 4
+    assert json.loads(cmp.to_json())["twin"]["name"] == "a (A/A)"
+    many = bench.compare({"a": lambda: 1}, number=5, repeats=2)
+    assert many["a"].number == 5
+    with pytest.raises(ValueError, match="drop in_turns=False"):
+        bench.compare({"a": lambda: 1}, in_turns=False)
     with pytest.raises(bench.BenchError, match="variant .b. raised ZeroDivisionError"):
-        bench.compare({"a": lambda: 1, "b": lambda: 1 / 0}, in_turns=True)
+        bench.compare({"a": lambda: 1, "b": lambda: 1 / 0})
+
+
+def test_compare_timers_takes_any_way_of_timing_a_round():
+    seen = []
+    timers = {"a": lambda: seen.append("a") or 2.0, "b": lambda: seen.append("b") or 1.0}
+    twin = lambda: seen.append("a2") or 2.0  # noqa: E731
+    c = bench.compare_timers(timers, {"a": 5.0, "b": 4.0}, baseline="a", repeats=3, twin=twin)
+    assert seen == ["a", "b", "a2", "b", "a2", "a", "a2", "a", "b"]
+    assert c.speedup("b") == 2.0 and c["a"].first_call_s == 5.0 and c.twin.times_s == [2.0, 2.0, 2.0]
+    assert c.apart("b") and c.noise_floor == bench.MIN_FLOOR
+    with pytest.raises(ValueError, match="unknown baseline 'z'"):
+        bench.compare_timers(timers, {}, baseline="z", repeats=1)
 
 
 def test_text_table_fits_long_variant_names():

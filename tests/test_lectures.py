@@ -111,3 +111,102 @@ def test_cli_exit_codes(capsys):
 def test_console_script_is_installed():
     out = subprocess.run([sys.executable, "-m", "course_lib.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "lectures" in out.stdout and "doctor" in out.stdout
+
+
+def _executed(path, outputs_per_cell):
+    """A notebook as papermill leaves it: code cells with the given outputs."""
+    cells = []
+    for outputs in outputs_per_cell:
+        cell = nbformat.v4.new_code_cell("pass")
+        cell.outputs = outputs
+        cells.append(cell)
+    write_nb(path, cells)
+    return path
+
+
+def _markdown(text):
+    return nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": "<Markdown>"})
+
+
+def _rendered(comparison):
+    return nbformat.v4.new_output("execute_result", data={"text/html": comparison._repr_html_(),
+                                                          "text/plain": repr(comparison)}, execution_count=1)
+
+
+def _comparison(fast_s, twin_s=1.0):
+    from course_lib import bench
+
+    def t(name, center):
+        return bench.Timing(name, center, [center * (1 + 0.01 * (i % 3)) for i in range(9)], 1)
+    return bench.Comparison([t("naive", 1.0), t("prefetch", fast_s)], baseline="naive", title="pipeline",
+                            twin=t("twin", twin_s))
+
+
+def test_verdicts_are_read_back_and_only_the_changed_ones_reported(tmp_path):
+    steady, flipped = _comparison(0.5), _comparison(0.99)
+    sentence = "In sin(x): " + steady.verdict("prefetch", over="naive") + "; and " + \
+        steady.verdict("naive", over="prefetch")
+    first = _executed(tmp_path / "a.ipynb", [
+        [_rendered(steady)],
+        [_markdown(sentence), nbformat.v4.new_output("stream", name="stdout",
+                                                      text="1 word per call: " + steady.verdict("prefetch") + "\n")],
+    ])
+    found = lectures.verdicts_in(first)
+    assert {k: v for k, v in found.items() if k[0] == 0} == {(0, "pipeline | prefetch | table"): "faster"}
+    assert {k: v for k, v in found.items() if k[0] == 1} == {
+        (1, "In sin(x): prefetch | naive"): "faster", (1, "and naive | prefetch"): "slower",
+        (1, "1 word per call: prefetch | naive"): "faster"}
+    second = _executed(tmp_path / "b.ipynb", [
+        [_rendered(flipped)],
+        [_markdown("In sin(x): " + flipped.verdict("prefetch", over="naive"))],
+    ])
+    changes = lectures.verdict_changes(first, second)
+    assert [(c.cell, c.judged, c.first, c.second) for c in changes] == [
+        (0, "pipeline | prefetch | table", "faster", "no difference"),
+        (1, "1 word per call: prefetch | naive", "faster", None),
+        (1, "In sin(x): prefetch | naive", "faster", "no difference"),
+        (1, "and naive | prefetch", "slower", None)]
+    assert str(changes[0]) == "a.ipynb cell 0: pipeline | prefetch | table: faster -> no difference"
+    assert lectures.verdict_changes(first, first) == []
+
+
+def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypatch):
+    steady, flipped = _comparison(0.5), _comparison(0.99)
+    lecture = lectures.Lecture("00", "00_x", tmp_path / "00_x.ipynb")
+    outputs = iter([steady, flipped])
+
+    def fake_run(only, params, *, output_dir, progress):
+        output_dir.mkdir(parents=True)
+        path = _executed(output_dir / "00_x.ipynb", [[_rendered(next(outputs))]])
+        return [lectures.Outcome(lecture, path, 1.0)]
+
+    monkeypatch.setattr(lectures, "run", fake_run)
+    outcomes, changes, path = lectures.run_twice(["00"], output_dir=tmp_path / "twice", progress=False)
+    assert len(outcomes) == 2 and [c.judged for c in changes] == ["pipeline | prefetch | table"]
+    report = json.loads(path.read_text())
+    assert (report["verdicts"], report["changed"], report["failed"]) == (1, 1, [])
+    assert path == tmp_path / "twice" / "verdicts.json"
+
+
+def test_course_lectures_twice_prints_each_change_and_the_count(tmp_path, monkeypatch, capsys):
+    report = tmp_path / "verdicts.json"
+    report.write_text(json.dumps({"verdicts": 7, "changed": 1}))
+    change = lectures.VerdictChange("00_x.ipynb", 3, "a | b", "faster", "no difference")
+    seen = []
+
+    def fake_twice(only, params):
+        seen.append((only, params))
+        return [], [change], report
+
+    monkeypatch.setattr(lectures, "run_twice", fake_twice)
+    assert cli.main(["lectures", "--twice", "--only", "00", "-p", "N", "3"]) == 0
+    out = capsys.readouterr().out
+    assert seen == [(["00"], {"N": "3"})]
+    assert "00_x.ipynb cell 3: a | b: faster -> no difference" in out
+    assert f"1 of 7 verdict(s) changed between the two runs (details: {report})" in out
+
+
+def test_titles_show_backticks_as_code():
+    assert lectures.inline_code("01 · `tf.function` & <graphs>") == \
+        "01 · <code>tf.function</code> &amp; &lt;graphs&gt;"
+    assert lectures.inline_code("an odd ` backtick") == "an odd ` backtick"

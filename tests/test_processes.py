@@ -2,6 +2,7 @@
 failure or a hang is a clear error that leaves no process behind."""
 
 import os
+import time
 
 import pytest
 from processes import child_processes
@@ -83,4 +84,60 @@ def test_a_child_past_its_timeout_is_stopped():
 def test_bad_input_is_refused_before_anything_starts(call, error, message):
     with pytest.raises(error, match=message):
         processes.run(**call)
+    assert child_processes() == []
+
+
+# -- live workers, timed in turns ---------------------------------------------------------------
+
+class _Sleeper:
+    """What a worker times: sleeps, and reports the environment it was started with."""
+
+    def __init__(self, seconds):
+        self.seconds, self.calls = seconds, 0
+
+    def __call__(self):
+        self.calls += 1
+        time.sleep(self.seconds)
+
+    def info(self):
+        return {"calls": self.calls, "COURSE_TEST": os.environ.get("COURSE_TEST"), "pid": os.getpid()}
+
+
+def sleeper(seconds):
+    return _Sleeper(seconds)
+
+
+def not_callable():
+    return 3
+
+
+def test_workers_keep_one_process_per_variant_and_time_them_in_turns():
+    variants = {"slow": ({"COURSE_TEST": "slow"}, {"seconds": 0.02}),
+                "fast": ({"COURSE_TEST": "fast"}, {"seconds": 0.002})}
+    with processes.Workers("test_processes:sleeper", variants) as workers:
+        first = workers.info("slow")
+        assert first["COURSE_TEST"] == "slow" and workers.info("fast")["COURSE_TEST"] == "fast"
+        assert len(child_processes()) == 3  # the baseline has a twin: the A/A pair
+        cmp = workers.compare(repeats=4, warmup=1, title="sleep")
+        # the same live processes did every call: first, warm-up and 4 timed rounds
+        assert workers.info("slow")["pid"] == first["pid"] and workers.info("slow")["calls"] == 1 + 1 + 4
+        assert workers.info("fast")["calls"] == 6
+    assert child_processes() == []
+    assert cmp.names == ["slow", "fast"] and cmp.twin is not None and len(cmp.twin.times_s) == 4
+    assert cmp.speedup("fast") > 2 and cmp.apart("fast")
+    assert cmp.verdict("fast").startswith("fast: ")
+
+
+def test_a_worker_that_fails_is_a_clear_error_and_leaves_nothing_behind():
+    with pytest.raises(processes.ChildError, match=r"(?s)the worker for 'x' exited with code 1.*must return the "
+                                                    r"zero-argument callable"):
+        processes.Workers("test_processes:not_callable", {"x": ({}, {})})
+    assert child_processes() == []
+    with pytest.raises(ValueError, match="at least one variant"):
+        processes.Workers("test_processes:sleeper", {})
+    with processes.Workers("test_processes:sleeper", {"a": ({}, {"seconds": 5})}, timeout=0.5) as workers:
+        with pytest.raises(processes.ChildTimeout, match="did not answer within 0.5 s"):
+            workers.time("a")
+        with pytest.raises(KeyError, match="no variant 'b'"):
+            workers.time("b")
     assert child_processes() == []

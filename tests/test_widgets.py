@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from course_lib import bench
@@ -34,18 +36,22 @@ def test_run_headless_returns_comparison_and_updates_display():
     assert "<table>" in w.report().data
 
 
-def test_in_turns_interleaves_the_timed_calls():
+def test_the_widget_times_in_turns_with_an_a_a_pair_and_shows_the_verdicts():
     calls = []
 
     def builder(name):
-        return lambda n: (lambda: calls.append(name))
+        return lambda n: (lambda: calls.append(name) or time.sleep(0.025))  # long enough for one call a round
 
-    w = SpeedupWidget({"a": builder("a"), "b": builder("b")}, sizes={"n": [1]}, repeats=3, in_turns=True)
+    w = SpeedupWidget({"a": builder("a"), "b": builder("b")}, sizes={"n": [1]}, repeats=3)
     result = w.run()
     assert result.names == ["a", "b"] and all(len(result[n].times_s) == 3 for n in "ab")
-    # first calls, one warm-up round, then three rounds, each starting one variant later
-    assert "".join(calls) == "ab" + "ab" + "ab" + "ba" + "ab"
+    assert result.twin is not None and len(result.twin.times_s) == 3  # the baseline against itself
+    # first calls, one warm-up round (which sizes a round: one call each), then three rounds of a, b and
+    # a's twin, each starting one later
+    assert "".join(calls) == "ab" + "ab" + "aba" + "baa" + "aab"
     assert w.progress.value == 2 and len(w.chart.outputs) == 1
+    assert "verdict" in w.table.value and "noise floor" in w.table.value
+    assert result._call_word("b") in w.table.value
 
 
 def test_run_from_controls_uses_checkboxes_and_sliders():

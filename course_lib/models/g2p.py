@@ -11,8 +11,8 @@ One set of weights, several ways to run greedy decoding, all giving the same pho
 - ``naive_predict(model, x, call=graph_call(model))``: the same loop, each call a graph;
 - ``greedy_decoder(model)``: encode once and decode step by step inside one graph;
 - ``export_saved_model`` / ``load_saved_model``: that graph as a SavedModel, reloaded;
-- ``thread_comparison``: the one-graph decoder in fresh processes with different thread
-  settings (they must be set before TensorFlow starts, so each setting gets a process).
+- ``thread_comparison``: the one-graph decoder in live processes with different thread
+  settings (they must be set before TensorFlow starts, so each setting gets a process), timed in turns.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import keras
 import numpy as np
@@ -418,30 +418,6 @@ def predict(fn: Callable, words: Sequence[str]) -> list[list[str]]:
     return to_phonemes(bench.force(fn(tf.constant(encode_words(words)))))
 
 
-def latency_table(fns: Mapping[str, Callable], words: Sequence[str], batch_sizes: Sequence[int] = (1, 7, 20),
-                  *, repeats: int | Mapping[str, int] = 3, baseline: str | None = None) -> "LatencyTable":
-    """Time each path on the first k ``words`` for every k in ``batch_sizes``, one Comparison per k.
-
-    Every timed repeat is one call (each path takes at least a millisecond, far above the
-    timer's resolution). ``repeats`` may differ per path (``{"naive, eager": 1}``), so a
-    path that is a hundred times slower than the rest does not dominate the lecture's time.
-    """
-    _check_batch_sizes(words, batch_sizes)
-    if not fns:
-        raise ValueError("latency_table needs at least one path, e.g. g2p.paths(model)")
-    per_path = {name: repeats.get(name, 3) if isinstance(repeats, Mapping) else repeats for name in fns}
-    baseline = next(iter(fns)) if baseline is None else baseline
-    info = bench.machine()
-    results = {}
-    for k in batch_sizes:
-        x = tf.constant(encode_words(list(words[:k])))
-        timings = [bench.measure(functools.partial(fn, x), name=name, repeats=per_path[name], warmup=0, number=1)
-                   for name, fn in fns.items()]
-        results[k] = bench.Comparison(timings, baseline=baseline, machine=info,
-                                      title=f"{k} word(s) per call", params={"words": k})
-    return LatencyTable(results)
-
-
 def inference_widget(fns: Mapping[str, Callable], words: Sequence[str], batch_sizes: Sequence[int] = (1, 7, 20),
                      *, repeats: int = 5):
     """The live widget over the inference paths: time per call on the first ``words`` words, one run per
@@ -579,17 +555,19 @@ THREAD_SETTINGS = {
 
 
 def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_sizes: Sequence[int] = (1, 20), *,
-                      settings: Mapping[str, Mapping] = THREAD_SETTINGS, repeats: int = 5,
+                      settings: Mapping[str, Mapping] = THREAD_SETTINGS, repeats: int = 7,
                       timeout_s: float = 300) -> LatencyTable:
-    """Time the one-graph decoder in one fresh Python process per setting.
+    """Time the one-graph decoder in one live Python process per setting, the settings in turns.
 
     A setting may hold ``intra`` and ``inter`` (TensorFlow's two thread pools), ``omp``
     (``OMP_NUM_THREADS``) and ``onednn`` (False sets ``TF_ENABLE_ONEDNN_OPTS=0``).
-    TensorFlow reads all of them when it starts, which is why each runs in its own process.
+    TensorFlow reads all of them when it starts, which is why each runs in its own process; the
+    processes stay alive and are asked in turns, round after round (``processes.Workers``), with a
+    second process of the first setting as the A/A twin that sets the noise floor.
     """
     _check_batch_sizes(words, batch_sizes)
     known = {"intra", "inter", "omp", "onednn"}
-    timings: dict[int, list[bench.Timing]] = {k: [] for k in batch_sizes}
+    variants = {}
     for name, setting in settings.items():
         unknown = set(setting) - known
         if unknown:
@@ -599,32 +577,28 @@ def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_si
             env["OMP_NUM_THREADS"] = str(setting["omp"])
         if "onednn" in setting:
             env["TF_ENABLE_ONEDNN_OPTS"] = "1" if setting["onednn"] else "0"
-        try:
-            measured = processes.run(
-                "course_lib.models.g2p:threaded_decoder_timings", env=env, timeout=timeout_s,
-                kwargs={"weights": str(weights), "words": list(words[:max(batch_sizes)]),
-                        "batch_sizes": list(batch_sizes), "intra": setting.get("intra", 0),
-                        "inter": setting.get("inter", 0), "repeats": repeats, "name": name}).result
-        except processes.ChildError as exc:
-            raise bench.BenchError(f"setting {name!r}: the worker process failed: {exc}") from None
-        for k, t in measured.items():
-            timings[int(k)].append(bench.Timing(**t))
-    info = bench.machine()
-    return LatencyTable({k: bench.Comparison(ts, baseline=ts[0].name, machine=info, params={"words": k},
-                                             title=f"one-graph decoder, {k} word(s) per call")
-                         for k, ts in timings.items()})
+        variants[name] = (env, {"intra": setting.get("intra", 0), "inter": setting.get("inter", 0)})
+    try:
+        with processes.Workers("course_lib.models.g2p:threaded_decoder", variants, timeout=timeout_s,
+                               kwargs={"weights": str(weights), "words": list(words[:max(batch_sizes)])}) as workers:
+            return LatencyTable({k: workers.compare(repeats=repeats, args=(k,), params={"words": k},
+                                                    title=f"one-graph decoder, {k} word(s) per call")
+                                 for k in batch_sizes})
+    except processes.ChildError as exc:
+        raise bench.BenchError(f"a thread setting's worker process failed: {exc}") from None
 
 
-def threaded_decoder_timings(weights: str, words: Sequence[str], batch_sizes: Sequence[int], intra: int = 0,
-                             inter: int = 0, repeats: int = 5, name: str = "decoder") -> dict:
-    """Runs in the fresh process of ``thread_comparison``: set the thread pools first (0: TensorFlow's
-    choice), then build, trace and time the decoder; one ``Timing`` as a dict per batch size."""
+def threaded_decoder(weights: str, words: Sequence[str], intra: int = 0, inter: int = 0) -> Callable[[int], Any]:
+    """Runs in a live worker of ``thread_comparison``: set the thread pools first (0: TensorFlow's
+    choice), then build the decoder; what it returns decodes the first ``k`` of ``words``."""
     tf.config.threading.set_intra_op_parallelism_threads(intra)
     tf.config.threading.set_inter_op_parallelism_threads(inter)
     decode = greedy_decoder(load_weights(weights))
-    out = {}
-    for k in batch_sizes:
-        x = tf.constant(encode_words(list(words[:k])))
-        t = bench.measure(lambda: decode(x), name=name, repeats=repeats)
-        out[k] = {"name": t.name, "first_call_s": t.first_call_s, "times_s": t.times_s, "number": t.number}
-    return out
+    batches: dict[int, tf.Tensor] = {}
+
+    def call(k: int):
+        if k not in batches:
+            batches[k] = tf.constant(encode_words(list(words[:k])))
+        return decode(batches[k])
+
+    return call

@@ -36,7 +36,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, xla
+from course_lib import bench, processes, xla
 from course_lib import digits as course_digits
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -416,27 +416,50 @@ def throughput(plan: Sequence[tuple[str, int]], *, gan: GAN | None = None, image
     return Throughput(comparison, list(plan))
 
 
-def step_worker(key: str, size: int, batch: int, repeats: int, seed: int, n_images: int) -> dict:
-    """Runs in a fresh process (``auto_clustering``): one step's timing and the XLA compilations it caused."""
-    step = make_step(key, GAN(size=size, seed=seed), batch=batch, seed=seed, n_images=n_images)
-    timing, compilations = xla.measure_and_count(step, name=STEPS[key], repeats=repeats)
-    return {"timing": timing.to_dict(), "compilations": compilations}
+class _CountedStep:
+    """A step whose first call is profiled for the XLA clusters it compiles (read back with ``info``)."""
+
+    def __init__(self, step: Callable[[], object]):
+        self.step, self.compilations = step, None
+
+    def __call__(self):
+        if self.compilations is None:
+            with xla.profile() as trace:
+                out = bench.force(self.step())
+            self.compilations = trace.compilations()
+            return out
+        return self.step()
+
+    def info(self) -> dict:
+        return {"compilations": self.compilations}
 
 
-def auto_clustering(*, size: int = 28, batch: int = 256, repeats: int = 5, rounds: int = 1, seed: int = 0,
+def step_worker(key: str, size: int, batch: int, seed: int, n_images: int) -> _CountedStep:
+    """Runs in a live worker process (``auto_clustering``): the step to time, which counts the XLA
+    compilations its first call causes."""
+    return _CountedStep(make_step(key, GAN(size=size, seed=seed), batch=batch, seed=seed, n_images=n_images))
+
+
+def auto_clustering(*, size: int = 28, batch: int = 256, repeats: int = 10, seed: int = 0,
                     n_images: int = MNIST_IMAGES, flags: str = xla.AUTO_JIT_FLAGS) -> bench.Comparison:
-    """The plain tf.function step against the same step auto-clustered, each in fresh processes.
+    """The plain tf.function step against the same step auto-clustered, each in its own live process.
 
     Auto-clustering is switched on when TensorFlow starts, so its step needs a process of its own; the
-    step it is compared with runs in a fresh process too, without the flags, and ``rounds`` alternate the
-    two (``xla.process_comparison``). ``params["compilations"]`` says how many XLA clusters each compiled.
+    step it is compared with runs in a process of its own too, without the flags, and both stay alive
+    while ``processes.Workers`` asks them in turns, ``repeats`` rounds, with a second plain process as
+    the A/A twin that sets the noise floor. ``params["compilations"]`` says how many XLA clusters each
+    compiled.
     """
     dataset_file(size, n_images, seed)  # written once here, not by each process
-    return xla.process_comparison(
-        "course_lib.models.gan:step_worker",
-        {STEPS["tf_function"]: ("", {"key": "tf_function"}), STEPS["auto_jit"]: (flags, {"key": "auto_jit"})},
-        rounds=rounds, title=f"auto-clustering, batch {batch}, each variant in fresh processes",
-        size=size, batch=batch, repeats=repeats, seed=seed, n_images=n_images)
+    variants = {STEPS["tf_function"]: ({}, {"key": "tf_function"}),
+                STEPS["auto_jit"]: ({"TF_XLA_FLAGS": flags}, {"key": "auto_jit"})}
+    with processes.Workers("course_lib.models.gan:step_worker", variants,
+                           kwargs={"size": size, "batch": batch, "seed": seed, "n_images": n_images}) as workers:
+        comparison = workers.compare(repeats=repeats, title=f"auto-clustering, batch {batch}, each variant in "
+                                                            "its own live process, in turns",
+                                     params={"size": size, "batch": batch, "TF_XLA_FLAGS": flags})
+        comparison.params["compilations"] = {name: workers.info(name)["compilations"] for name in variants}
+    return comparison
 
 
 def _study_gain(to: tuple[str, str], over: tuple[str, str]) -> float:
@@ -467,7 +490,7 @@ class JourneyRatios:
         for r in self.rows:
             here = bench.ratio_text(r["this machine"]) + " on this machine"
             if r["apart"] is False:
-                here += " (quartiles overlap: no measurable difference)"
+                here += " (within the noise floor: no measurable difference)"
             study = (f"the study: {bench.ratio_text(r['study'])}" if r["study"]
                      else "the study did not measure this step on its own")
             out.append(f"{r['step']}: {here}; {study}")
@@ -545,7 +568,7 @@ def journey_ratios(steps: bench.Comparison, batches: Throughput, auto: bench.Com
     if auto is not None:
         rows.append(row("XLA auto-clustering", auto.speedup(S["auto_jit"], S["tf_function"]),
                         _study_gain(("auto_jit", "big_batch"), ("tf_function", "big_batch")),
-                        auto.apart(S["auto_jit"], S["tf_function"]), "fresh processes, interleaved"))
+                        auto.apart(S["auto_jit"], S["tf_function"]), "live processes, in turns"))
     return JourneyRatios(rows, steps.machine or bench.machine())
 
 
@@ -560,7 +583,8 @@ def journey(*, size: int = 28, batch: int = 64, big_batch: int = 256, repeats: i
                           params={"batch": batch})
     batches = throughput([("tf_function", batch), ("tf_function", big_batch), ("jit_compile", big_batch)],
                          gan=gan, images=images, repeats=repeats, seed=seed, title="batch size and XLA")
-    auto = (auto_clustering(size=size, batch=big_batch, repeats=repeats, rounds=rounds, seed=seed,
+    # processes vary more than one process does: auto-clustering's live workers get ``rounds`` x ``repeats`` rounds
+    auto = (auto_clustering(size=size, batch=big_batch, repeats=repeats * rounds, seed=seed,
                             n_images=n_images) if auto_jit else None)
     return steps, batches, auto, journey_ratios(steps, batches, auto)
 
