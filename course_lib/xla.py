@@ -669,24 +669,3 @@ def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repe
     return process_comparison("course_lib.xla:auto_clustered_worker", variants, rounds=rounds,
                               title=f"graph, jit_compile and auto-clustering: {workload}, n={n:,}, "
                                     f"fresh processes", workload=workload, n=n, repeats=repeats)
-
-
-@bench.command(
-    "xla", repeats=5, quick={"n": 10_000, "sizes": "16,10000", "repeats": 2, "rounds": 1},
-    options={
-        "--n": dict(type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering"),
-        "--sizes": dict(default="16,10000,1000000", help="comma-separated sizes for the workloads"),
-        "--no-auto-jit": dict(action="store_true", help="skip auto-clustering"),
-        "--rounds": dict(type=int, default=2, help="alternating fresh processes per variant"),
-    })
-def bench_xla(args) -> list[bench.Comparison]:
-    """``course bench xla``: jit_compile vs auto-clustering, then graph vs XLA for each workload and size."""
-    results = [jit_vs_auto(n=args.n, repeats=args.repeats, auto=not args.no_auto_jit, rounds=args.rounds)]
-    for workload in WORKLOADS:
-        for n in (int(s) for s in args.sizes.split(",")):
-            results.append(bench.compare({name: build(workload, n) for name, build in workload_variants().items()},
-                                         repeats=args.repeats, title=f"{workload}, n={n:,}",
-                                         params={"workload": workload, "n": n}))
-    for result in results:
-        print(result, end="\n\n")
-    return results

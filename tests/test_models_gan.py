@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import bench
+from course_lib.benchmarks import gan as bench_gan
 from course_lib.models import gan as G
 
 
@@ -307,7 +308,7 @@ def test_course_bench_gan_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "gan.json"
-    assert G.bench_journey(["--size", "8", "--images", str(SMALL_FILE), "--batch", "4", "--big-batch", "8",
+    assert bench_gan.bench_journey(["--size", "8", "--images", str(SMALL_FILE), "--batch", "4", "--big-batch", "8",
                             "--repeats", "1", "--no-auto-jit", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["command"] == "gan" and data["args"]["big_batch"] == 8

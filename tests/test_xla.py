@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import bench, xla
+from course_lib.benchmarks import xla as bench_xla
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +267,7 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "xla.json"
-    assert xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--rounds", "1", "--no-auto-jit",
+    assert bench_xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--rounds", "1", "--no-auto-jit",
                           "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [
