@@ -1,6 +1,6 @@
 """Timing that can be trusted.
 
-Every number the course shows comes from here. The rules (DESIGN.md, "Measuring"):
+Every number the course shows comes from here. The rules (README.md, "How we measure"):
 the first call is timed on its own (it pays for tracing or compilation), results are
 forced to host memory inside the timed region, each variant is repeated and reported
 as a median with its spread, and variants are compared as ratios measured in the same
@@ -317,7 +317,8 @@ def _in_turns(variants: Mapping[str, Callable[[], Any]], repeats: int, warmup: i
     names = list(variants)
     for r in range(repeats):
         # each round starts one variant later, so no variant always runs right after the same one:
-        # a call straight after a long NumPy run measured up to 25% slower (caches, allocator, threads)
+        # a call straight after a long NumPy run can be slower (caches, allocator, threads;
+        # docs/performance.md has the figure)
         for name in names[r % len(names):] + names[:r % len(names)]:
             times[name].append(_call(variants[name], name))
     return [Timing(name=name, first_call_s=first[name], times_s=times[name], number=1) for name in variants]

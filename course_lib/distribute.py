@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, processes
-from course_lib.evo.validation import short_device_name, whole
+from course_lib.arguments import short_device_name, whole
 
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants", "model_parallel_verdicts",

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo.validation import whole
+from course_lib.arguments import whole
 
 __all__ = [
     "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",

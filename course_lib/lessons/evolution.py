@@ -21,7 +21,8 @@ from course_lib.problems.numpy_ga import numpy_onemax
 
 
 def onemax_model(length: int, mode: str, seed: int = 0, pack="auto"):
-    """The model of DESIGN.md's example: bit flip 1/L, uniform crossover, OneMax, tournament of 2."""
+    """The model of the engine's first example (docs/engine.md): bit flip 1/L, uniform crossover, OneMax,
+    tournament of 2."""
     inputs = evo.Input(shape=(length,), dtype="int32")
     x = evo.ops.BitFlipMutation(rate=1 / length)(inputs)
     x = evo.ops.UniformCrossover()(x)

@@ -1,12 +1,11 @@
 """A small DCGAN on the course's 8x8 digits, and the training-step journey of a published study.
 
 The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
-Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN on one A100 went from 237
-images/s, with the whole dataset read again from disk every step, to about 2,200 once the data
-was loaded once, about 18,000 with TensorFlow ops in one ``tf.function`` at batch 64, about 89,000 at
-batch 2048 and about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those
-figures, and only those, are the study's (``STUDY_IMAGES_PER_S``); they are compared with this machine
-only as step-to-step ratios (``journey_ratios``), never as rates on one axis.
+Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN whose training step
+is made faster one change at a time (load the data once instead of every step, one ``tf.function``, a larger
+batch, XLA auto-clustering). Its published rates are in ``STUDY_IMAGES_PER_S``; they are compared with this
+machine only as step-to-step ratios (``journey_ratios``), never as rates on one axis, because they were
+measured on other hardware.
 
 The course's dataset has MNIST's shape: ``dataset_file`` writes 70,000 28x28 images (MNIST's training and test
 sets together, both of which the study's reload returned), drawn from the 1,797 bundled digits, upsampled and
@@ -27,7 +26,6 @@ import html
 import math
 import os
 import pstats
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -38,6 +36,7 @@ import tensorflow as tf
 
 from course_lib import bench, xla
 from course_lib import digits as course_digits
+from course_lib.profile import Trace, capture
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_DIR = ROOT / "build" / "profiles" / "06_gan"
@@ -630,16 +629,11 @@ def python_profile(step: Callable[[], object], calls: int = 5,
     return PythonProfile(rows, total, calls)
 
 
-def trace_steps(step: Callable[[], object], steps: int = 3, logdir: str | os.PathLike = TRACE_DIR) -> xla.Trace:
-    """Record ``steps`` steps with the TensorFlow profiler into ``logdir`` (older runs there are
-    replaced); open it with TensorBoard's Profile tab. The first call runs before, unprofiled."""
-    logdir = Path(logdir)
-    shutil.rmtree(logdir / "plugins" / "profile", ignore_errors=True)
-    bench.force(step())
-    with xla.profile(logdir) as trace:
-        for _ in range(steps):
-            bench.force(step())
-    return trace
+def trace_steps(step: Callable[[], object], steps: int = 3, logdir: str | os.PathLike = TRACE_DIR) -> Trace:
+    """Record ``steps`` steps with the TensorFlow profiler into ``logdir`` (``course_lib.profile.capture``:
+    older runs there are replaced, the first call runs before, unprofiled); open it with TensorBoard's Profile
+    tab, or read it with ``course_lib.profile`` (``op_stats``, ``timeline``)."""
+    return capture(step, steps, warmup=1, logdir=logdir)
 
 
 # -- Pictures ---------------------------------------------------------------------------------------
