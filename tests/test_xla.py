@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from course_lib import bench, xla
 from course_lib.benchmarks import xla as bench_xla
+from course_lib.xla import auto_clustering
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +198,7 @@ def test_process_comparison_alternates_the_variants_and_pools_their_repeats(monk
         t = bench.Timing(kwargs["tag"], first_call_s=len(calls), times_s=[0.01 * len(calls)], number=1)
         return {"timing": t.to_dict(), "compilations": len(calls) if flags else 0}
 
-    monkeypatch.setattr(xla, "run_with_flags", fake_run)
+    monkeypatch.setattr(auto_clustering, "run_with_flags", fake_run)
     c = xla.process_comparison("m:f", {"a": ("", {"tag": "a"}), "b": ("--x", {"tag": "b"})}, rounds=3, n=5)
     assert calls == [("", "a"), ("--x", "b")] * 3
     assert c["a"].times_s == pytest.approx([0.01, 0.03, 0.05]) and c["b"].times_s == pytest.approx([0.02, 0.04, 0.06])

@@ -53,7 +53,8 @@ class Model:
         self.outputs, self.name = outs, name
         self.nodes = topological_order(self.input, outs)
         self.trace_count = 0
-        self.fitness = self.selection = None
+        self.fitness: fitness_lib.Fitness | None = None  # set by compile()
+        self.selection: Selection | None = None
         self.history: dict[str, list[float]] = {}
 
     # -- compile -------------------------------------------------------------------------
@@ -113,6 +114,7 @@ class Model:
     def plan(self) -> Plan:
         """The order in which one compiled generation runs."""
         self._require_compiled()
+        assert self.fitness is not None and self.selection is not None  # for the type checker: compiled
         steps = [f"{node.op.name}: {node.op!r} <- {', '.join(t.name for t in node.inputs)}" for node in self.nodes]
         children = " + ".join(o.name for o in self.outputs)
         direction = _direction(self.fitness)
@@ -169,6 +171,7 @@ class Model:
         ``course_lib.evo.sharding``); every other option works the same under it.
         """
         self._require_compiled()
+        executor: OneDevice | sharding.Replicated
         if strategy is None:
             executor = OneDevice()
         else:

@@ -79,8 +79,8 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     """The bar ``evolve`` is held to: one XLA function that packs, runs ``generations`` generations in one
     ``tf.while_loop`` and unpacks; no checks, history, callbacks or host round trips. Its population equals
     ``model.evolve(population, generations)``'s bit for bit."""
-    genes = tf.convert_to_tensor(population)
-    packed = model.pack is not False and model.packable() and bool(bitpack.all_binary(genes))
+    genes = engine.checked_population(model, population)
+    packed = engine.decide_packing(model, genes)
     gen = executors.Generation(model, packed, genes.shape[0], None)
 
     @fusion.xla_function
