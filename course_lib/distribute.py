@@ -456,7 +456,7 @@ def strategy_variants(devices: Sequence[str], x, y, *, steps: int = 5) -> dict:
 def strategy_widget(devices: Sequence[str], x, y, *, global_batches: Sequence[int] = (64, 256, 1024),
                     steps: int = 5, repeats: int = 3):
     """A ``SpeedupWidget`` timing ``steps`` training steps under each strategy, global batch as the knob."""
-    from course_lib.widgets import SpeedupWidget
+    from course_lib.speedup_widget import SpeedupWidget
 
     return SpeedupWidget(strategy_variants(devices, x, y, steps=steps), sizes={"global_batch": list(global_batches)},
                          baseline="default", repeats=repeats, title=f"{steps} training steps per call, by strategy")

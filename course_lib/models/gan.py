@@ -347,7 +347,7 @@ def step_variants(gan: GAN, images: np.ndarray, *, keys: Sequence[str] = IN_PROC
 def journey_widget(gan: GAN, images: np.ndarray, *, batches: Sequence[int] = (64, 256), repeats: int = 5,
                    seed: int = 0, n_images: int = MNIST_IMAGES):
     """The live widget over the in-process steps of the journey: time per step at one batch size each run."""
-    from course_lib.widgets import SpeedupWidget
+    from course_lib.speedup_widget import SpeedupWidget
 
     return SpeedupWidget(step_variants(gan, images, seed=seed, n_images=n_images), sizes={"batch": list(batches)},
                          baseline=STEPS["reload"], repeats=repeats,

@@ -1,7 +1,7 @@
 import pytest
 
 from course_lib import bench
-from course_lib.widgets import CSS_CLASS, SpeedupWidget
+from course_lib.speedup_widget import CSS_CLASS, SpeedupWidget
 
 
 def make_widget(**kw):
