@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import tensorflow as tf
-
-if TYPE_CHECKING:
-    from course_lib.evo.ops.base import Op
 
 # the gene dtypes every op either handles or rejects up front (qint*, bool, complex, string: neither)
 INTEGER_DTYPES = (tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32, tf.int64, tf.uint64)
@@ -72,7 +69,7 @@ class SymbolicTensor:
 class Node:
     """One op applied to symbolic inputs."""
 
-    op: Op
+    op: Any  # an evo.ops.Op (ops.base imports this module, so the name is not imported here)
     inputs: tuple[SymbolicTensor, ...]
     output: SymbolicTensor | None = None
 
