@@ -60,11 +60,20 @@ class Model:
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
                 maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
-        """Set fitness, selection, mode ('eager', 'graph', 'xla' or 'auto') and seed.
+        """Set fitness, selection, mode and seed; nothing is compiled until ``evolve``.
 
-        ``pack``: 'auto' packs 0/1 genomes into uint32 words when every op supports it;
-        False never packs; True requires packing. ``generator``: the random words' generator,
-        one of ``evo.rng.GENERATORS`` (the same seed gives other numbers under another one).
+        Args:
+            fitness: an ``evo.fitness.Fitness``, or a function of the population (see ``maximize``).
+            selection: an ``evo.selection.Selection``, e.g. ``Tournament(size=2)``.
+            mode: 'eager', 'graph', 'xla' or 'auto' (times the three on a few generations of the first run
+                and keeps the fastest).
+            seed: every random number of a run derives from it; the same seed, mode and generator give the
+                same run.
+            maximize: for a plain function as ``fitness``, whether higher is better.
+            pack: 'auto' packs 0/1 genomes into uint32 words when every op supports it; False never packs;
+                True requires packing.
+            generator: the random words' generator, one of ``evo.rng.GENERATORS`` (the same seed gives
+                other numbers under another one).
         """
         fit = fitness_lib.resolve(fitness, maximize)
         fit.check(self.input.spec)
@@ -169,6 +178,10 @@ class Model:
         ``strategy`` (a ``tf.distribute.Strategy``) shards the population over its replicas,
         with ``distribution`` "global" or "islands" (``migration_interval``, ``migrants``; see
         ``course_lib.evo.sharding``); every other option works the same under it.
+
+        Returns:
+            A ``Result``: ``best``, ``best_fitness``, ``history`` (per-generation statistics), the final
+            ``population`` and its ``fitness``, the ``mode`` that ran, and ``front`` for several objectives.
         """
         self._require_compiled()
         executor: OneDevice | sharding.Replicated
