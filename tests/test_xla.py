@@ -1,6 +1,7 @@
 """XLA demos of lecture 07: HLO and fusion, recompilation counts, numerics, auto-clustering."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,12 +142,13 @@ def test_busy_threads_counts_the_threads_that_worked():
         end = time.process_time() + 0.05
         while time.process_time() < end:
             pass
-    assert xla.busy_threads(spin, calls=3) in (1, None)  # only this thread ran
+    linux = Path("/proc/self/task").is_dir()  # where the per-thread counters are read
+    assert xla.busy_threads(spin, calls=3) == (1 if linux else None)  # only this thread ran
     with pytest.raises(ValueError, match="calls must be"):
         xla.busy_threads(spin, calls=0)
     threads = xla.variant_threads("elementwise chain", 1000, calls=2)
     assert set(threads) == {xla.GRAPH, xla.JIT}
-    assert all(t is None or t >= 1 for t in threads.values())
+    assert all(t is None or t >= 1 for t in threads.values())  # None: too short to register a tick
 
 
 def test_random_halves_are_workloads_of_their_own():
