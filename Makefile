@@ -23,6 +23,7 @@ lectures: $(STAMP) kernel
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # `make test` checks lecture 00's widget in the browser; this checks every widget lecture.

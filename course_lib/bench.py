@@ -1,6 +1,6 @@
 """Timing that can be trusted.
 
-Every number the course shows comes from here. The rules (DESIGN.md, "Measuring"):
+Every number the course shows comes from here. The rules (README.md, "How we measure"):
 the first call is timed on its own (it pays for tracing or compilation), results are
 forced to host memory inside the timed region, each variant is repeated and reported
 as a median with its spread, and variants are compared as ratios measured in the same
@@ -415,7 +415,8 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     times: dict[str, list[float]] = {name: [] for name in order}
     for r in range(repeats):
         # each round starts one variant later, so no variant always runs right after the same one:
-        # a call straight after a long NumPy run measured up to 25% slower (caches, allocator, threads)
+        # a call straight after a long NumPy run can be slower (caches, allocator, threads;
+        # docs/performance.md has the figure)
         for name in order[r % len(order):] + order[:r % len(order)]:
             times[name].append(run[name]())
     numbers = dict(numbers or {})

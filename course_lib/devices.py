@@ -27,8 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import processes
-from course_lib.evo.validation import short_device_name as short_name
-from course_lib.evo.validation import whole
+from course_lib.arguments import short_device_name as short_name
+from course_lib.arguments import whole
 from course_lib.virtual_devices import DeviceSetupError, virtual_cpus, virtual_gpus
 
 __all__ = [

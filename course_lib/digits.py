@@ -4,8 +4,8 @@ They are the test set of the UCI "Optical Recognition of Handwritten Digits" dat
 Kaynak, 1998; CC BY 4.0), the copy scikit-learn bundles, saved once as ``digits.npz``: pixels 0..16
 and labels, in scikit-learn's order. Shipping the 45 KB file instead of depending on scikit-learn
 matters beyond the download: Keras imports scikit-learn (and SciPy with it), when installed, in
-every process that imports TensorFlow: ``import tensorflow`` took about 7 s with it and 5 s without
-on the 2-core development machine, and the tests start dozens of such processes.
+every process that imports TensorFlow, which makes each start slower (docs/performance.md has the
+figure), and the tests start dozens of such processes.
 """
 
 from __future__ import annotations

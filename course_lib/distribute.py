@@ -34,13 +34,13 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, processes
-from course_lib.evo.validation import short_device_name, whole
+from course_lib.arguments import short_device_name, whole
 
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants", "model_parallel_verdicts",
     "STRATEGIES", "make_strategy", "replicas", "variable_placement", "regression_data", "make_model",
     "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_variants",
-    "strategy_widget", "bench_strategies",
+    "strategy_widget",
     "WorkerError", "WorkerTimeout", "free_ports", "tf_config", "worker_context", "launch",
     "multi_worker_train",
 ]
@@ -456,34 +456,10 @@ def strategy_variants(devices: Sequence[str], x, y, *, steps: int = 5) -> dict:
 def strategy_widget(devices: Sequence[str], x, y, *, global_batches: Sequence[int] = (64, 256, 1024),
                     steps: int = 5, repeats: int = 3):
     """A ``SpeedupWidget`` timing ``steps`` training steps under each strategy, global batch as the knob."""
-    from course_lib.widgets import SpeedupWidget
+    from course_lib.speedup_widget import SpeedupWidget
 
     return SpeedupWidget(strategy_variants(devices, x, y, steps=steps), sizes={"global_batch": list(global_batches)},
                          baseline="default", repeats=repeats, title=f"{steps} training steps per call, by strategy")
-
-
-@bench.command(
-    "strategies", repeats=7, quick={"global_batch": [64], "steps": 2, "repeats": 2},
-    options={
-        "--devices": dict(type=int, default=4, help="virtual CPU devices"),
-        "--global-batch": dict(type=int, nargs="+", default=[64, 1024], help="global batch sizes"),
-        "--steps": dict(type=int, default=5, help="training steps per timed call"),
-    })
-def bench_strategies(args) -> list[bench.Comparison]:
-    """``course bench strategies``: step time per strategy on virtual CPUs."""
-    from course_lib.devices import virtual_cpus
-
-    cpus = virtual_cpus(args.devices)  # before any other TensorFlow work
-    x, y = regression_data()
-    builders = strategy_variants(cpus, x, y, steps=args.steps)
-    records = []
-    for batch in args.global_batch:
-        result = bench.compare({name: build(global_batch=batch) for name, build in builders.items()},
-                               repeats=args.repeats, title=f"{args.steps} steps, global batch {batch}",
-                               params={"global_batch": batch, "steps": args.steps})
-        print(result, end="\n\n")
-        records.append(result)
-    return records
 
 
 # ---------------------------------------------------------------------------------------
@@ -571,4 +547,3 @@ def multi_worker_train(steps: int = 5, global_batch: int = 64, learning_rate: fl
     return {"worker": context["index"], "workers": context["n_workers"],
             "replicas": strategy.num_replicas_in_sync, "losses": losses,
             "weights_checksum": float(sum(np.sum(v.numpy()) for v in model.trainable_variables))}
-

@@ -26,12 +26,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench
-from course_lib.evo.validation import whole
+from course_lib.arguments import whole
 
 __all__ = [
     "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",
-    "train_step_variants", "bench_eager_vs_graph", "eagerly", "save_and_load",
+    "train_step_variants", "eagerly", "save_and_load",
     "TraceCounter", "describe_args", "traces_per_call", "concrete", "signature", "operations",
     "op_properties", "op_types", "format_rows", "autograph_code", "captured_tf_warnings",
     "error_summary", "variable_in_function_error", "LazyScale", "retracing_variants",
@@ -169,27 +168,6 @@ def train_step_variants(image_size: int = 28, classes: int = 10) -> dict[str, Ca
         return lambda: model.train_on_batch(x, y)
 
     return {"eager train_step": eager, "tf.function train_step": graph, "train_on_batch": keras_batch}
-
-
-@bench.command(
-    "eager-vs-graph", repeats=7, quick={"ops": 20, "batch": 4, "n": 64, "repeats": 2},
-    options={
-        "--ops": dict(type=int, default=200, help="operations in the small-ops function"),
-        "--batch": dict(type=int, default=32, help="images per training step"),
-        "--n": dict(type=int, default=1024, help="size of the square matmul"),
-    })
-def bench_eager_vs_graph(args) -> list[bench.Comparison]:
-    """``course bench eager-vs-graph``: lecture 01's three comparisons."""
-    cases = [("many small ops", small_ops_variants(), {"ops": args.ops}),
-             ("training step", train_step_variants(), {"batch": args.batch}),
-             ("one big matmul", matmul_variants(), {"n": args.n})]
-    records = []
-    for title, builders, sizes in cases:
-        result = bench.compare({name: build(**sizes) for name, build in builders.items()},
-                               repeats=args.repeats, title=f"{title} {sizes}", params=sizes)
-        print(result, end="\n\n")
-        records.append(result)
-    return records
 
 
 @contextlib.contextmanager

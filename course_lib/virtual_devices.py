@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo.validation import short_device_name, whole
+from course_lib.arguments import short_device_name, whole
 
 
 class DeviceSetupError(RuntimeError):

@@ -1,4 +1,5 @@
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -312,6 +313,15 @@ def test_text_table_fits_long_variant_names():
     assert lines[1].startswith("tf.function train_step, a long name  ")  # the name never runs into a number
 
 
-def test_machine_says_whether_onednn_is_on():
-    assert bench.onednn_enabled() in (True, False, None)
-    assert bench.machine()["onednn"] in ("on", "off", "unknown")
+def test_machine_says_whether_onednn_is_on(monkeypatch):
+    assert bench.machine()["onednn"] == {True: "on", False: "off", None: "unknown"}[bench.onednn_enabled()]
+    # without the wheel's own answer, TF_ENABLE_ONEDNN_OPTS decides, and nothing set means unknown
+    import tensorflow.python.util as util
+
+    monkeypatch.delattr(util, "_pywrap_util_port", raising=False)
+    monkeypatch.setitem(sys.modules, "tensorflow.python.util._pywrap_util_port", None)
+    for flag, on in (("0", False), ("1", True), ("True", True), ("off", False)):
+        monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", flag)
+        assert bench.onednn_enabled() is on, flag
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
+    assert bench.onednn_enabled() is None

@@ -1,4 +1,4 @@
-"""course_lib.benchmarks.ops: every benchmarked op runs, and the per-op table is produced."""
+"""course_lib.benchmarks.ops: every benchmarked op runs and keeps its genes valid, and the per-op table is produced."""
 
 import json
 
@@ -17,7 +17,17 @@ def test_every_benchmarked_op_runs_on_its_population():
             if label not in package:  # an op another test file defines is that file's to test
                 continue
             x = op_benchmarks.example_population(kind, 8, 16)
-            assert make(16)(x).shape == (8, 16), label
+            y = make(16)(x)
+            assert y.shape == (8, 16) and y.dtype == x.dtype, label
+            y = y.numpy()
+            if kind == "binary":
+                assert set(np.unique(y)) <= {0, 1}, label
+            elif kind == "integer":
+                assert y.min() >= 0 and y.max() < 10, label
+            elif kind == "float":
+                assert np.isfinite(y).all(), label
+            else:  # each row stays a permutation of 0..15
+                np.testing.assert_array_equal(np.sort(y, axis=1), np.tile(np.arange(16), (8, 1)), err_msg=label)
 
 
 def test_op_table_for_one_module(tmp_path, capsys):

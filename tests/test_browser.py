@@ -42,7 +42,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 from test_notebook_hygiene import TF_LOG
 
 from course_lib import lectures
-from course_lib.widgets import CSS_CLASS
+from course_lib.speedup_widget import CSS_CLASS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "build" / "screenshots"

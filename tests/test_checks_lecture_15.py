@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from course_lib import bench, checks
 from course_lib.evo import neuro
-from course_lib.lessons.neuro import digits
+from course_lib.lessons.neuroevolution import digits
 
 
 def fail(k, **answer):

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import checks, graphs, profile
-from course_lib.profile import cases
+from course_lib.lessons import profiler_cases as cases
 
 
 def failure(k, **answer):

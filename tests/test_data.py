@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import data
+from course_lib.benchmarks import tfdata
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -196,7 +197,7 @@ def test_compare_pipelines_measures_each_variant(shards):
 
 def test_benchmark_writes_every_variant(tmp_path):
     out = tmp_path / "tfdata.json"
-    assert data.bench_pipelines(["--shards", "2", "--records", "4", "--batch", "4", "--open-ms", "0",
+    assert tfdata.bench_pipelines(["--shards", "2", "--records", "4", "--batch", "4", "--open-ms", "0",
                                  "--record-ms", "0", "--map-ms", "0", "--threads", "0", "2", "--repeats", "1",
                                  "--json", str(out)]) == 0
     saved = json.loads(out.read_text())

@@ -3,7 +3,7 @@
 import numpy as np
 
 from course_lib import digits
-from course_lib.lessons import neuro
+from course_lib.lessons import neuroevolution as neuro
 from course_lib.models import gan
 
 # Images per class in the file as saved from scikit-learn's copy: a truncated or mislabelled file

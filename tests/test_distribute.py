@@ -10,6 +10,7 @@ import pytest
 from processes import child_processes
 
 from course_lib import devices, distribute, processes
+from course_lib.benchmarks import strategies
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -39,7 +40,7 @@ def strategy_report():
                                 "variables": distribute.variable_placement(strategy),
                                 "per_replica": r.per_replica_batch, "losses": r.losses, "logged": r.logged})
     bench_json = os.path.join(os.environ["REPORT_DIR"], "strategies.json")
-    distribute.bench_strategies(["--repeats", "1", "--steps", "1", "--global-batch", "16", "--json", bench_json])
+    strategies.bench_strategies(["--repeats", "1", "--steps", "1", "--global-batch", "16", "--json", bench_json])
     with open(bench_json) as fh:
         out["bench"] = json.load(fh)
     out["traffic"] = {

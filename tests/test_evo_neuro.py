@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from course_lib import evo, processes
 from course_lib.evo import neuro
-from course_lib.lessons.neuro import digits
+from course_lib.lessons.neuroevolution import digits
 from course_lib.problems import cartpole, control
 
 

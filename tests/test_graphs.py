@@ -3,6 +3,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import graphs
+from course_lib.benchmarks import eager_vs_graph
 
 
 def test_small_ops_eager_and_graph_agree():
@@ -278,7 +279,7 @@ def test_bench_eager_vs_graph_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "bench.json"
-    assert graphs.bench_eager_vs_graph(["--ops", "4", "--batch", "2", "--n", "8", "--repeats", "1",
+    assert eager_vs_graph.bench_eager_vs_graph(["--ops", "4", "--batch", "2", "--n", "8", "--repeats", "1",
                                         "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [

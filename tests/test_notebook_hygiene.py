@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.widgets import CSS_CLASS
+from course_lib.speedup_widget import CSS_CLASS
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = sorted(p for folder in ("notebooks", "solutions", "exercises")

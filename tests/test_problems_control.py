@@ -105,9 +105,9 @@ def test_bad_control_settings_get_clear_errors():
 
 
 def test_course_defaults_meet_gymnasium_thresholds():
-    """The course's defaults (``lessons.neuro.DEFAULTS``) judged in Gymnasium over its 100 seeded episodes,
-    one GA seed per task (a minute or more on 2 cores; ``lessons.neuro.judge_seeds`` runs more seeds)."""
-    from course_lib.lessons.neuro import judge_seeds
+    """The course's defaults (``lessons.neuroevolution.DEFAULTS``) judged in Gymnasium over its 100 seeded episodes,
+    one GA seed per task (a minute or more on 2 cores; ``lessons.neuroevolution.judge_seeds`` runs more seeds)."""
+    from course_lib.lessons.neuroevolution import judge_seeds
 
     for task, seeds in ((cartpole.CartPole(), [1]), (acrobot.Acrobot(), [0])):
         for run in judge_seeds(task, seeds):

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import profile
-from course_lib.profile import cases
+from course_lib.lessons import profiler_cases as cases
 from course_lib.profile.trace import HOST_PLANE, Event, Step, Trace
 
 K = 3  # profiled steps

@@ -1,12 +1,15 @@
 """XLA demos of lecture 07: HLO and fusion, recompilation counts, numerics, auto-clustering."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from course_lib import bench, xla
+from course_lib.benchmarks import xla as bench_xla
+from course_lib.xla import auto_clustering
 
 
 @pytest.fixture(scope="module")
@@ -108,15 +111,6 @@ def test_count_compilations_counts_one_per_shape():
     assert xla.count_compilations(tf.function(lambda v: v + 1.0), calls) == 0  # no XLA at all
 
 
-def test_profile_trace_lists_tensorflow_ops():
-    f = tf.function(lambda a: tf.matmul(a, a))
-    a = tf.ones([64, 64])
-    f(a)
-    with xla.profile() as trace:
-        f(a).numpy()
-    assert any("MatMul" in r["op type"] for r in trace.ops())
-
-
 def test_widget_variants_build_and_compare():
     w = xla.speedup_widget(n_choices=(16, 1000), repeats=1)
     result = w.run(workload="random numbers", n=16)
@@ -126,10 +120,11 @@ def test_widget_variants_build_and_compare():
 
 
 def test_each_widget_run_compiles_afresh():
-    with xla.profile() as trace:
+    def two_runs():
         for _ in range(2):
             bench.force(xla.workload_variants()[xla.JIT]("elementwise chain", 100)())
-    assert trace.compilations() == 2
+
+    assert xla.compilations_in(two_runs) == (None, 2)
 
 
 def test_graph_kernels_counts_what_grappler_left():
@@ -147,12 +142,13 @@ def test_busy_threads_counts_the_threads_that_worked():
         end = time.process_time() + 0.05
         while time.process_time() < end:
             pass
-    assert xla.busy_threads(spin, calls=3) in (1, None)  # only this thread ran
+    linux = Path("/proc/self/task").is_dir()  # where the per-thread counters are read
+    assert xla.busy_threads(spin, calls=3) == (1 if linux else None)  # only this thread ran
     with pytest.raises(ValueError, match="calls must be"):
         xla.busy_threads(spin, calls=0)
     threads = xla.variant_threads("elementwise chain", 1000, calls=2)
     assert set(threads) == {xla.GRAPH, xla.JIT}
-    assert all(t is None or t >= 1 for t in threads.values())
+    assert all(t is None or t >= 1 for t in threads.values())  # None: too short to register a tick
 
 
 def test_random_halves_are_workloads_of_their_own():
@@ -182,7 +178,7 @@ def test_break_even_calls():
 
 
 def test_auto_clustering_needs_the_cpu_flag_on_a_cpu():
-    gpu_only = xla.run_with_flags("course_lib.xla:auto_clustered_worker", "--tf_xla_auto_jit=2",
+    gpu_only = xla.run_with_flags("course_lib.xla.auto_clustering:auto_clustered_worker", "--tf_xla_auto_jit=2",
                                   workload="elementwise chain", n=100, repeats=1)
     assert gpu_only["compilations"] == 0 or tf.config.list_physical_devices("GPU")
 
@@ -204,7 +200,7 @@ def test_process_comparison_alternates_the_variants_and_pools_their_repeats(monk
         t = bench.Timing(kwargs["tag"], first_call_s=len(calls), times_s=[0.01 * len(calls)], number=1)
         return {"timing": t.to_dict(), "compilations": len(calls) if flags else 0}
 
-    monkeypatch.setattr(xla, "run_with_flags", fake_run)
+    monkeypatch.setattr(auto_clustering, "run_with_flags", fake_run)
     c = xla.process_comparison("m:f", {"a": ("", {"tag": "a"}), "b": ("--x", {"tag": "b"})}, rounds=3, n=5)
     assert calls == [("", "a"), ("--x", "b")] * 3
     assert c["a"].times_s == pytest.approx([0.01, 0.03, 0.05]) and c["b"].times_s == pytest.approx([0.02, 0.04, 0.06])
@@ -214,9 +210,9 @@ def test_process_comparison_alternates_the_variants_and_pools_their_repeats(monk
 
 def test_process_comparison_refuses_bad_input():
     with pytest.raises(ValueError, match="at least one variant"):
-        xla.process_comparison("course_lib.xla:auto_clustered_worker", {})
+        xla.process_comparison("course_lib.xla.auto_clustering:auto_clustered_worker", {})
     with pytest.raises(ValueError, match="rounds must be"):
-        xla.process_comparison("course_lib.xla:auto_clustered_worker", {"a": ("", {})}, rounds=0)
+        xla.process_comparison("course_lib.xla.auto_clustering:auto_clustered_worker", {"a": ("", {})}, rounds=0)
 
 
 def test_compile_error_returns_the_error_without_the_native_log(capfd):
@@ -249,9 +245,15 @@ def test_fusion_rows_say_where_the_data_was():
     with pytest.raises(ValueError, match="kernels must be a whole number"):
         xla.fusion_rows({1_000_000: c}, kernels=0)
     cache = xla.cache_bytes()
-    assert cache is None or cache > 0
-    assert row["fits in the largest cache"] == ("unknown" if cache is None else
-                                                ("yes" if 4e6 <= cache else "no"))
+    assert row["fits in the largest cache"] == ("unknown" if cache is None else ("yes" if 4e6 <= cache else "no"))
+
+
+def test_cache_bytes_reads_the_largest_cache(tmp_path):
+    for index, size in (("index0", "32K"), ("index2", "1M"), ("index3", "16384K"), ("index9", "unknown")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "size").write_text(size + "\n")
+    assert xla.cache_bytes(tmp_path) == 16384 * 1024
+    assert xla.cache_bytes(tmp_path / "missing") is None
 
 
 def test_run_with_flags_reports_failures():
@@ -266,7 +268,7 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "xla.json"
-    assert xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--rounds", "1", "--no-auto-jit",
+    assert bench_xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--rounds", "1", "--no-auto-jit",
                           "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [

@@ -1,8 +1,28 @@
-"""``course bench eager-vs-graph``: a function's eager, graph and XLA calls.
+"""``course bench eager-vs-graph``: lecture 01's three comparisons of a function's eager, graph and XLA
+calls (the variants live in ``course_lib.graphs``)."""
 
-The command is defined beside the code it measures (``course_lib.graphs.bench_eager_vs_graph``);
-importing it registers it."""
+from __future__ import annotations
 
-from course_lib.graphs import bench_eager_vs_graph
+from course_lib import bench
+from course_lib.graphs import matmul_variants, small_ops_variants, train_step_variants
 
-__all__ = ["bench_eager_vs_graph"]
+
+@bench.command(
+    "eager-vs-graph", repeats=7, quick={"ops": 20, "batch": 4, "n": 64, "repeats": 2},
+    options={
+        "--ops": dict(type=int, default=200, help="operations in the small-ops function"),
+        "--batch": dict(type=int, default=32, help="images per training step"),
+        "--n": dict(type=int, default=1024, help="size of the square matmul"),
+    })
+def bench_eager_vs_graph(args) -> list[bench.Comparison]:
+    """``course bench eager-vs-graph``: lecture 01's three comparisons."""
+    cases = [("many small ops", small_ops_variants(), {"ops": args.ops}),
+             ("training step", train_step_variants(), {"batch": args.batch}),
+             ("one big matmul", matmul_variants(), {"n": args.n})]
+    records = []
+    for title, builders, sizes in cases:
+        result = bench.compare({name: build(**sizes) for name, build in builders.items()},
+                               repeats=args.repeats, title=f"{title} {sizes}", params=sizes)
+        print(result, end="\n\n")
+        records.append(result)
+    return records

@@ -14,13 +14,12 @@ from course_lib.lessons.evolution import (
     breakdown_sentences,
     breakdown_table,
     generation_breakdown,
-    numpy_onemax,
-    numpy_rastrigin,
     onemax_model,
     rastrigin_model,
     single_call,
     threefry_evolve,
 )
+from course_lib.problems.numpy_ga import numpy_onemax, numpy_rastrigin
 
 
 @bench.command("ga", repeats=3, quick={}, check=replica_counts,

@@ -1,8 +1,8 @@
 """``course bench moo``: NSGA-II compiled whole against a vectorised NumPy NSGA-II, on ZDT problems.
 
 In one run: generations per second of the engine in each mode and of the NumPy NSGA-II
-below (same algorithm: random mates, simulated binary crossover, polynomial mutation,
-mu + lambda by front and crowding distance) at a large population on ZDT1; how the
+(``problems.multiobjective.numpy_nsga2``, the same algorithm: random mates, simulated binary crossover,
+polynomial mutation, mu + lambda by front and crowding distance) at a large population on ZDT1; how the
 non-dominated sort's time grows with the pool; hypervolume against evaluations for both;
 and the final hypervolume on ZDT1-3 and DTLZ2 per seed against the true front's.
 """
@@ -16,93 +16,6 @@ import numpy as np
 from course_lib import bench
 from course_lib.evo import fusion, pareto
 from course_lib.problems import multiobjective as mo
-
-# -- the NumPy NSGA-II --------------------------------------------------------------------------------
-
-
-def numpy_zdt1(x: np.ndarray) -> np.ndarray:
-    f1 = x[:, 0]
-    g = 1.0 + 9.0 * x[:, 1:].mean(axis=1)
-    return np.stack([f1, g * (1.0 - np.sqrt(f1 / g))], 1)
-
-
-def numpy_sbx(x, mates, r, low=0.0, high=1.0, eta=15.0, probability=0.9):
-    """One child per row, as ``evo.ops.SimulatedBinaryCrossover`` (Deb's bounded form)."""
-    y1, y2 = np.minimum(x, mates), np.maximum(x, mates)
-    gap = y2 - y1
-    safe = np.where(gap > 1e-14, gap, 1.0)
-    u, swap, pick = r.random(x.shape), r.random(x.shape), r.random(x.shape)
-    e = 1.0 / (eta + 1.0)
-
-    def spread(beta):
-        alpha = 2.0 - beta ** -(eta + 1.0)
-        ua = u * alpha
-        return np.where(u <= 1.0 / alpha, np.maximum(ua, 0) ** e, np.maximum(1.0 / (2.0 - ua), 0) ** e)
-
-    c1 = 0.5 * (y1 + y2 - spread(1.0 + 2.0 * (y1 - low) / safe) * gap)
-    c2 = 0.5 * (y1 + y2 + spread(1.0 + 2.0 * (high - y2) / safe) * gap)
-    child = np.clip(np.where(swap < 0.5, c1, c2), low, high)
-    take = (pick < 0.5) & (gap > 1e-14) & (r.random((len(x), 1)) < probability)
-    return np.where(take, child, x)
-
-
-def numpy_pm(x, r, low=0.0, high=1.0, eta=20.0):
-    """Polynomial mutation at rate 1/genes, as ``evo.ops.PolynomialMutation``."""
-    width, p = high - low, eta + 1.0
-    d1, d2 = (x - low) / width, (high - x) / width
-    u = r.random(x.shape)
-    below = np.maximum(2 * u + (1 - 2 * u) * (1 - d1) ** p, 0) ** (1 / p) - 1
-    above = 1 - np.maximum(2 * (1 - u) + 2 * (u - 0.5) * (1 - d2) ** p, 0) ** (1 / p)
-    y = np.clip(x + np.where(u < 0.5, below, above) * width, low, high)
-    return np.where(r.random(x.shape) < 1.0 / x.shape[1], y, x)
-
-
-def numpy_survivors(f: np.ndarray, n: int) -> np.ndarray:
-    """The ``n`` best rows of minimised objectives ``f`` by front, then crowding distance."""
-    p, m = f.shape
-    beats = np.all(f[:, None, :] <= f[None, :, :], axis=2) & np.any(f[:, None, :] < f[None, :, :], axis=2)
-    count = beats.sum(axis=0)
-    rank = np.full(p, p)
-    r = 0
-    while (rank < p).sum() < n:
-        front = (count == 0) & (rank == p)
-        rank[front] = r
-        count -= beats[front].sum(axis=0)
-        r += 1
-    dist = np.zeros(p)
-    for k in range(m):
-        o = np.lexsort((f[:, k], rank))
-        rr, x = rank[o], f[o, k]
-        first = np.r_[True, rr[1:] != rr[:-1]]
-        last = np.r_[rr[1:] != rr[:-1], True]
-        lo = np.full(p + 1, np.inf)
-        hi = np.full(p + 1, -np.inf)
-        np.minimum.at(lo, rank, f[:, k])
-        np.maximum.at(hi, rank, f[:, k])
-        span = (hi - lo)[rr]
-        gap = np.r_[0.0, x[2:] - x[:-2], 0.0] if p > 2 else np.zeros(p)
-        d = np.where(first | last, np.inf, np.where(span > 0, gap / np.where(span > 0, span, 1), 0))
-        dist[o] += d
-    return np.lexsort((-dist, rank))[:n]
-
-
-def numpy_nsga2(size: int, generations: int, seed: int = 0, variables: int = 30, on_generation=None):
-    """NSGA-II on ZDT1 in vectorised NumPy; returns (population, objectives)."""
-    r = np.random.default_rng(seed)
-    x = r.random((size, variables))
-    f = numpy_zdt1(x)
-    for g in range(generations):
-        mates = x[(np.arange(size) + r.integers(1, size, size)) % size]
-        children = numpy_pm(numpy_sbx(x, mates, r), r)
-        pool_x, pool_f = np.concatenate([x, children]), np.concatenate([f, numpy_zdt1(children)])
-        keep = numpy_survivors(pool_f, size)
-        x, f = pool_x[keep], pool_f[keep]
-        if on_generation is not None:
-            on_generation(g + 1, f)
-    return x, f
-
-
-# -- the measurements ----------------------------------------------------------------------------------------
 
 
 def pymoo_run(size: int, generations: int):
@@ -122,7 +35,7 @@ def speed(size: int, generations: int, repeats: int, modes) -> bench.Comparison:
     engine per mode."""
     problem = mo.zdt(1)
     pop = mo.start(problem, size, seed=0)
-    variants = {"NumPy NSGA-II": lambda: numpy_nsga2(size, generations)}
+    variants = {"NumPy NSGA-II": lambda: mo.numpy_nsga2(problem, size, generations)}
     pymoo = pymoo_run(size, generations)
     if pymoo is not None:
         variants["pymoo NSGA-II"] = pymoo
@@ -138,10 +51,11 @@ def sort_scaling(sizes, repeats: int) -> list[dict]:
     """Time of NSGA-II's selection (dominance, fronts, crowding) under XLA on random ZDT1 pools."""
     import tensorflow as tf
 
+    zdt1 = mo.zdt(1).fitness.fn
     rows = []
     for p in sizes:
         x = np.random.default_rng(p).random((p, 30))
-        values = tf.constant(np.concatenate([numpy_zdt1(x), np.zeros((p, 1))], 1), tf.float32)
+        values = tf.constant(np.concatenate([zdt1(x), np.zeros((p, 1))], 1), tf.float32)
         fn = fusion.xla_function(lambda v, n=p // 2: pareto.order(v, (-1.0, -1.0), until=n)[:n])
         t = bench.measure(lambda fn=fn, values=values: fn(values).numpy(), name=f"pool {p}", repeats=repeats,
                           warmup=1, number=1)
@@ -156,7 +70,7 @@ def hypervolume_curves(size: int, generations: int) -> dict:
     problem = mo.zdt(1)
     engine = mo.real_coded_model(problem, mode="xla").evolve(mo.start(problem, size), generations=generations)
     numpy_hv = []
-    numpy_nsga2(size, generations, on_generation=lambda g, f: numpy_hv.append(problem.hypervolume(f)))
+    mo.numpy_nsga2(problem, size, generations, on_generation=lambda g, f: numpy_hv.append(problem.hypervolume(f)))
     evaluations = [size * (g + 1) for g in range(1, generations + 1)]
     return {"evaluations": evaluations, "evo xla": engine.history["best"], "NumPy NSGA-II": numpy_hv,
             "true front": problem.true_hypervolume}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from course_lib import bench
 from course_lib.evo.neuro import mlp
-from course_lib.lessons.neuro import (
+from course_lib.lessons.neuroevolution import (
     GRAPH,
     GYMNASIUM,
     PER_INDIVIDUAL,

@@ -1,6 +1,29 @@
-"""``course bench xla``: XLA's fusion and compilation. The command is defined beside the code it measures
-(``course_lib.xla.bench_xla``); importing it registers it."""
+"""``course bench xla``: XLA's fusion and compilation. jit_compile against auto-clustering in fresh
+processes, then the plain graph against XLA for each of lecture 07's workloads and sizes
+(the workloads live in ``course_lib.xla``)."""
 
-from course_lib.xla import bench_xla
+from __future__ import annotations
 
-__all__ = ["bench_xla"]
+from course_lib import bench
+from course_lib.xla import WORKLOADS, jit_vs_auto, workload_variants
+
+
+@bench.command(
+    "xla", repeats=5, quick={"n": 10_000, "sizes": "16,10000", "repeats": 2, "rounds": 1},
+    options={
+        "--n": dict(type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering"),
+        "--sizes": dict(default="16,10000,1000000", help="comma-separated sizes for the workloads"),
+        "--no-auto-jit": dict(action="store_true", help="skip auto-clustering"),
+        "--rounds": dict(type=int, default=2, help="alternating fresh processes per variant"),
+    })
+def bench_xla(args) -> list[bench.Comparison]:
+    """``course bench xla``: jit_compile vs auto-clustering, then graph vs XLA for each workload and size."""
+    results = [jit_vs_auto(n=args.n, repeats=args.repeats, auto=not args.no_auto_jit, rounds=args.rounds)]
+    for workload in WORKLOADS:
+        for n in (int(s) for s in args.sizes.split(",")):
+            results.append(bench.compare({name: build(workload, n) for name, build in workload_variants().items()},
+                                         repeats=args.repeats, title=f"{workload}, n={n:,}",
+                                         params={"workload": workload, "n": n}))
+    for result in results:
+        print(result, end="\n\n")
+    return results

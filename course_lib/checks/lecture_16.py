@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from course_lib import profile
 from course_lib.checks import answers, exercise
-from course_lib.profile import cases
+from course_lib.lessons import profiler_cases as cases
 
 STEPS = 3
 MAX_INPUT_SHARE = 1 / 3  # the pipeline as found waits most of each step; a fixed one a small part

@@ -16,19 +16,19 @@ A ``Recorder`` passed to it logs each open, read, map, wait and training step wi
 its thread and time, which ``Recorder.plot`` draws as a timeline.
 
 One module per concern: ``shards`` writes the data, ``latency`` simulates slow storage and decoding,
-``recorder`` logs and draws what ran when, ``pipelines`` builds, runs and times the variants (and holds
-``course bench tfdata``), ``widget`` is the live comparison, ``shuffle`` shows the shuffle buffer, and
-``diagnosis`` tells input-bound from compute-bound training. Their public names are gathered here, so
-``from course_lib import data`` is all a notebook needs.
+``recorder`` logs and draws what ran when, ``pipelines`` builds, runs and times the variants (which
+``course bench tfdata`` in ``course_lib.benchmarks.tfdata`` calls), ``pipeline_widget`` is the live comparison,
+``shuffle`` shows the shuffle buffer, and ``input_bound`` tells input-bound from compute-bound training.
+Their public names are gathered here, so ``from course_lib import data`` is all a notebook needs.
 """
 
-from course_lib.data.diagnosis import EPOCH_PARTS, Diagnosis, diagnose, make_model
+from course_lib.data.input_bound import EPOCH_PARTS, Diagnosis, diagnose, make_model
 from course_lib.data.latency import Latency, decoder, read_shard, transform
+from course_lib.data.pipeline_widget import pipeline_widget
 from course_lib.data.pipelines import (
     AUTOTUNE,
     VARIANTS,
     Work,
-    bench_pipelines,
     check_variant,
     compare_pipelines,
     consume,
@@ -43,11 +43,10 @@ from course_lib.data.pipelines import (
 from course_lib.data.recorder import Event, Recorder, hidden_text, plot_runs
 from course_lib.data.shards import Shards, record_spec, write_shards
 from course_lib.data.shuffle import plot_shuffle, shuffle_order
-from course_lib.data.widget import pipeline_widget
 
 __all__ = [
     "AUTOTUNE", "EPOCH_PARTS", "VARIANTS", "Diagnosis", "Event", "Latency", "Recorder", "Shards", "Work",
-    "bench_pipelines", "check_variant", "compare_pipelines", "consume", "decoder", "describe", "diagnose",
+    "check_variant", "compare_pipelines", "consume", "decoder", "describe", "diagnose",
     "elements", "hidden_text", "make_model", "pipeline", "pipeline_widget", "plot_runs", "plot_shuffle",
     "read_shard", "record_run", "record_spec", "same_records", "shuffle_order", "transform",
     "transformations", "write_shards", "xy",

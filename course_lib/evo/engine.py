@@ -264,7 +264,8 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
                     memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
     prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch,
                             capacity(setup.chunk))
-    generation, history = 0, {k: [] for k in STATS}
+    generation = 0
+    history: dict[str, list] = {k: [] for k in STATS}
     if setup.checkpoint is not None:
         state = prog.restore(setup.genes, setup.checkpoint)
         generation = int(setup.checkpoint["generation"])

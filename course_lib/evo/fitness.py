@@ -233,7 +233,7 @@ def _hold(fitness: Fitness, loadable: bool, *names: str) -> bool:
     return loadable
 
 
-def _load(fitness: Fitness, other: Fitness, *names: str) -> None:
+def _load(fitness: TSP | Knapsack, other: TSP | Knapsack, *names: str) -> None:
     """Assign ``other``'s instance data ``names`` to ``fitness``'s variables, or say why it cannot."""
     if not fitness.loadable:
         raise ValueError(f"this {type(fitness).__name__} holds its instance as constants of the compiled program; "

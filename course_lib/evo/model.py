@@ -53,17 +53,27 @@ class Model:
         self.outputs, self.name = outs, name
         self.nodes = topological_order(self.input, outs)
         self.trace_count = 0
-        self.fitness = self.selection = None
+        self.fitness: fitness_lib.Fitness | None = None  # set by compile()
+        self.selection: Selection | None = None
         self.history: dict[str, list[float]] = {}
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
                 maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
-        """Set fitness, selection, mode ('eager', 'graph', 'xla' or 'auto') and seed.
+        """Set fitness, selection, mode and seed; nothing is compiled until ``evolve``.
 
-        ``pack``: 'auto' packs 0/1 genomes into uint32 words when every op supports it;
-        False never packs; True requires packing. ``generator``: the random words' generator,
-        one of ``evo.rng.GENERATORS`` (the same seed gives other numbers under another one).
+        Args:
+            fitness: an ``evo.fitness.Fitness``, or a function of the population (see ``maximize``).
+            selection: an ``evo.selection.Selection``, e.g. ``Tournament(size=2)``.
+            mode: 'eager', 'graph', 'xla' or 'auto' (times the three on a few generations of the first run
+                and keeps the fastest).
+            seed: every random number of a run derives from it; the same seed, mode and generator give the
+                same run.
+            maximize: for a plain function as ``fitness``, whether higher is better.
+            pack: 'auto' packs 0/1 genomes into uint32 words when every op supports it; False never packs;
+                True requires packing.
+            generator: the random words' generator, one of ``evo.rng.GENERATORS`` (the same seed gives
+                other numbers under another one).
         """
         fit = fitness_lib.resolve(fitness, maximize)
         fit.check(self.input.spec)
@@ -113,6 +123,7 @@ class Model:
     def plan(self) -> Plan:
         """The order in which one compiled generation runs."""
         self._require_compiled()
+        assert self.fitness is not None and self.selection is not None  # for the type checker: compiled
         steps = [f"{node.op.name}: {node.op!r} <- {', '.join(t.name for t in node.inputs)}" for node in self.nodes]
         children = " + ".join(o.name for o in self.outputs)
         direction = _direction(self.fitness)
@@ -167,8 +178,13 @@ class Model:
         ``strategy`` (a ``tf.distribute.Strategy``) shards the population over its replicas,
         with ``distribution`` "global" or "islands" (``migration_interval``, ``migrants``; see
         ``course_lib.evo.sharding``); every other option works the same under it.
+
+        Returns:
+            A ``Result``: ``best``, ``best_fitness``, ``history`` (per-generation statistics), the final
+            ``population`` and its ``fitness``, the ``mode`` that ran, and ``front`` for several objectives.
         """
         self._require_compiled()
+        executor: OneDevice | sharding.Replicated
         if strategy is None:
             executor = OneDevice()
         else:

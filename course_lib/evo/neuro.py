@@ -62,7 +62,8 @@ class Layout:
                              "Build the network from keras.layers.Dense (activation= covers the nonlinearity)")
         if not layers:
             raise ValueError("the model has no Dense layer, so its genome would be empty")
-        slots, offset = [], 0
+        slots: list = []
+        offset = 0
         for layer in layers:
             inputs, units = (int(d) for d in layer.kernel.shape)
             if slots and inputs != slots[-1].units:
@@ -295,7 +296,8 @@ def random_search(fitness: Networks, model: keras.Model, samples: int, batch: in
     """Best of ``samples`` networks drawn like the GA's first population, scored ``batch`` at a time
     (XLA-compiled): the baseline a GA must beat. Returns the best so far after each batch."""
     score = tf.function(fitness.__call__, jit_compile=True)
-    best, best_genome, curve = -np.inf, None, {"evaluations": [], "best": []}
+    best, best_genome = -np.inf, None
+    curve: dict[str, list] = {"evaluations": [], "best": []}
     sign = 1.0 if fitness.maximize else -1.0
     for i in range(-(-samples // batch)):
         pop = initial_population(model, batch, seed=seed + 1 + i)

@@ -18,7 +18,17 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 def random_integers(shape, low: int, high: int, seed: int = 0, dtype="int32") -> tf.Tensor:
-    """Integers uniform in [low, high), e.g. ``random_integers((4096, 1024), 0, 2)`` for bits."""
+    """Integers uniform in [low, high), e.g. ``random_integers((4096, 1024), 0, 2)`` for bits.
+
+    Args:
+        shape: (individuals, *genome), positive sizes.
+        low, high: the range, ``high`` excluded; both must fit ``dtype``.
+        seed: the same seed gives the same population, in every mode and on every machine.
+        dtype: of the genes.
+
+    Returns:
+        A tensor of ``shape`` and ``dtype``.
+    """
     shape = _shape(shape)
     if not low < high:
         raise ValueError(f"random_integers needs low < high, got low={low}, high={high}")
@@ -28,7 +38,17 @@ def random_integers(shape, low: int, high: int, seed: int = 0, dtype="int32") ->
 
 
 def uniform(shape, low: float, high: float, seed: int = 0, dtype="float32") -> tf.Tensor:
-    """Floats uniform in [low, high)."""
+    """Floats uniform in [low, high).
+
+    Args:
+        shape: (individuals, *genome), positive sizes.
+        low, high: the range, ``high`` excluded.
+        seed: the same seed gives the same population.
+        dtype: of the genes.
+
+    Returns:
+        A tensor of ``shape`` and ``dtype``.
+    """
     shape = _shape(shape)
     if not low < high:
         raise ValueError(f"uniform needs low < high, got low={low}, high={high}")

@@ -60,6 +60,9 @@ class Selection:
         s = score(fitness, sign)
         if not self.elitism:
             return self.select(s, key, n)
+        if parents is None:
+            raise ValueError(f"{type(self).__name__} with elitism needs the parents' rows of the pool: pass parents=, "
+                             "a bool mask over the pool")
         parent_rows = tf.constant(np.flatnonzero(parents), tf.int32)
         child_rows = tf.constant(np.flatnonzero(~parents), tf.int32)
         elite = tf.gather(parent_rows, tf.math.top_k(tf.gather(s, parent_rows), k=self.elitism).indices)

@@ -473,7 +473,7 @@ def traffic(model, population: int, replicas: int, distribution: str = "global",
     row = genome + 4  # and its float32 fitness
     if distribution == "global":
         rows = pool_size(model, population)
-        per_generation = rows * row
+        per_generation: float = rows * row
     elif distribution == "islands":
         rows = replicas * migrants if replicas > 1 else 0
         per_generation = rows * row / migration_interval

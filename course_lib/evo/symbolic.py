@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import tensorflow as tf
 
@@ -68,7 +69,7 @@ class SymbolicTensor:
 class Node:
     """One op applied to symbolic inputs."""
 
-    op: object
+    op: Any  # an evo.ops.Op (ops.base imports this module, so the name is not imported here)
     inputs: tuple[SymbolicTensor, ...]
     output: SymbolicTensor | None = None
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from course_lib import evo
-from course_lib.evo.ops.base import check_rate
+from course_lib.arguments import share
 from course_lib.problems.continuous import FUNCTIONS, continuous_population  # noqa: F401 (lecture 14's names)
 from course_lib.problems.knapsack import (  # noqa: F401 (lecture 14's names)
     knapsack_brute_force,
@@ -241,7 +241,7 @@ def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, m
     xy = np.asarray(coordinates)
     n = xy.shape[0]
     d = distance_matrix(xy)
-    seeded_tours = round(check_rate("seeded", seeded) * memetic_population)
+    seeded_tours = round(share("seeded", seeded) * memetic_population)
 
     def memetic_start():
         return tour_population(memetic_population, n, seed,

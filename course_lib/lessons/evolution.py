@@ -1,8 +1,6 @@
-"""What lectures 10, 12 and 13 run beyond the engine: NumPy GA references, the benchmark models, the
-one-call reference, the breakdown of one generation, replica races and the multi-worker runs.
-
-The NumPy references implement the same algorithm as the engine's models, vectorised
-over the population (no Python loop per individual): the bar the engine is judged by.
+"""What lectures 10, 12 and 13 run beyond the engine: the benchmark models, the one-call reference,
+the breakdown of one generation, replica races and the multi-worker runs. The NumPy GAs they are judged
+against live beside their problems, in ``course_lib.problems.numpy_ga``.
 """
 
 from __future__ import annotations
@@ -17,70 +15,14 @@ import tensorflow as tf
 
 from course_lib import bench, distribute, evo
 from course_lib.evo import bitpack, engine, executors, fusion, rng
-
-# -- NumPy references ------------------------------------------------------------------------
-
-
-def _random_bools(rng: np.random.Generator, n: int, length: int) -> np.ndarray:
-    """Fair random bools from random bytes (8 per byte)."""
-    return np.unpackbits(rng.integers(0, 256, (n, -(-length // 8)), dtype=np.uint8), axis=1,
-                         count=length).view(bool)
-
-
-def _mates(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
-    """Each individual's mate: another individual, drawn per individual."""
-    n = x.shape[0]
-    return x[(np.arange(n) + rng.integers(1, n, n)) % n]
-
-
-def _tournament2(rng: np.random.Generator, score: np.ndarray) -> np.ndarray:
-    e = rng.integers(0, score.shape[0], (score.shape[0], 2))
-    return np.where(score[e[:, 0]] >= score[e[:, 1]], e[:, 0], e[:, 1])
-
-
-def numpy_onemax(population, generations: int, rate: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """OneMax GA in NumPy: bit flips (sampled positions), uniform crossover, tournament of 2.
-
-    Genes are bools (one byte each); the crossover blends with bitwise ops, which
-    NumPy vectorises (``np.where`` on bools is several times slower).
-    """
-    rng = np.random.default_rng(seed)
-    pop = np.asarray(population).astype(bool)
-    n, length = pop.shape
-    rows = np.arange(n)
-    fit = np.count_nonzero(pop, axis=1)
-    for _ in range(generations):
-        counts = rng.binomial(length, rate, n)
-        x = pop.copy()
-        x[np.repeat(rows, counts), rng.integers(0, length, counts.sum())] ^= True
-        children = x ^ ((x ^ _mates(rng, x)) & _random_bools(rng, n, length))
-        fit = np.count_nonzero(children, axis=1)
-        winners = _tournament2(rng, fit)
-        pop, fit = children[winners], fit[winners]
-    return pop.astype(np.int32), fit
-
-
-def numpy_rastrigin(population, generations: int, stddev: float, low: float, high: float,
-                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Rastrigin GA in NumPy (float32): Gaussian mutation with clipping, uniform crossover, tournament of 2."""
-    rng = np.random.default_rng(seed)
-    pop = np.asarray(population, dtype=np.float32)
-    n, d = pop.shape
-    fit = None
-    for _ in range(generations):
-        x = np.clip(pop + np.float32(stddev) * rng.standard_normal(pop.shape, dtype=np.float32), low, high)
-        children = np.where(_random_bools(rng, n, d), _mates(rng, x), x)
-        fit = 10.0 * d + (children * children - 10.0 * np.cos(np.float32(2 * np.pi) * children)).sum(axis=1)
-        winners = _tournament2(rng, -fit)
-        pop, fit = children[winners], fit[winners]
-    return pop, fit
-
+from course_lib.problems.numpy_ga import numpy_onemax
 
 # -- the engine's models for the same problems ---------------------------------------------------
 
 
 def onemax_model(length: int, mode: str, seed: int = 0, pack="auto"):
-    """The model of DESIGN.md's example: bit flip 1/L, uniform crossover, OneMax, tournament of 2."""
+    """The model of the engine's first example (docs/engine.md): bit flip 1/L, uniform crossover, OneMax,
+    tournament of 2."""
     inputs = evo.Input(shape=(length,), dtype="int32")
     x = evo.ops.BitFlipMutation(rate=1 / length)(inputs)
     x = evo.ops.UniformCrossover()(x)
@@ -137,8 +79,8 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     """The bar ``evolve`` is held to: one XLA function that packs, runs ``generations`` generations in one
     ``tf.while_loop`` and unpacks; no checks, history, callbacks or host round trips. Its population equals
     ``model.evolve(population, generations)``'s bit for bit."""
-    genes = tf.convert_to_tensor(population)
-    packed = model.pack is not False and model.packable() and bool(bitpack.all_binary(genes))
+    genes = engine.checked_population(model, population)
+    packed = engine.decide_packing(model, genes)
     gen = executors.Generation(model, packed, genes.shape[0], None)
 
     @fusion.xla_function

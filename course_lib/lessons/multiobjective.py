@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from course_lib import bench, graphs
-from course_lib.benchmarks.moo import numpy_nsga2
 from course_lib.problems import multiobjective as mo
 
 NUMPY = "NumPy NSGA-II"
@@ -19,7 +18,7 @@ def speed_variants(generations: int) -> dict[str, Callable]:
     problem = mo.zdt(1)
 
     def numpy_run(population: int):
-        return lambda: numpy_nsga2(population, generations)
+        return lambda: mo.numpy_nsga2(problem, population, generations)
 
     def engine(mode: str):
         model = mo.real_coded_model(problem, mode=mode)

@@ -14,7 +14,6 @@ import tensorflow as tf
 
 from course_lib.evo import ops, rng
 from course_lib.evo.ops import permutation
-from course_lib.evo.ops.base import partner_rows
 
 
 class SortingShuffleMutation(ops.ShuffleMutation, register=False):
@@ -34,7 +33,7 @@ class SortingOrderCrossover(ops.OrderCrossover, register=False):
 
     def apply(self, inputs, key, rows):
         x = tf.cast(rows.take(inputs[0]), tf.int32)
-        mate = tf.cast(partner_rows(inputs, rng.fold_in(key, 1), rows), tf.int32)
+        mate = tf.cast(ops.partner_rows(inputs, rng.fold_in(key, 1), rows), tf.int32)
         length = x.shape[1]
         a, b = permutation.random_segment(rng.fold_in(key, 2), rows, length)
         pos = tf.range(length)[None, :]

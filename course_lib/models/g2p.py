@@ -422,7 +422,7 @@ def inference_widget(fns: Mapping[str, Callable], words: Sequence[str], batch_si
                      *, repeats: int = 5):
     """The live widget over the inference paths: time per call on the first ``words`` words, one run per
     batch size (its ``words`` knob). Every path gets the same timed repeats, the slowest included."""
-    from course_lib.widgets import SpeedupWidget
+    from course_lib.speedup_widget import SpeedupWidget
 
     _check_batch_sizes(words, batch_sizes)
     if not fns:

@@ -1,12 +1,11 @@
 """A small DCGAN on the course's 8x8 digits, and the training-step journey of a published study.
 
 The study is the GAN example of ALCF's TensorFlow profiling workshop (Argonne Leadership
-Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN on one A100 went from 237
-images/s, with the whole dataset read again from disk every step, to about 2,200 once the data
-was loaded once, about 18,000 with TensorFlow ops in one ``tf.function`` at batch 64, about 89,000 at
-batch 2048 and about 101,000 with XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``). Those
-figures, and only those, are the study's (``STUDY_IMAGES_PER_S``); they are compared with this machine
-only as step-to-step ratios (``journey_ratios``), never as rates on one axis.
+Computing Facility, "Profiling TensorFlow", 2021, github.com/argonne-lcf): an MNIST GAN whose training step
+is made faster one change at a time (load the data once instead of every step, one ``tf.function``, a larger
+batch, XLA auto-clustering). Its published rates are in ``STUDY_IMAGES_PER_S``; they are compared with this
+machine only as step-to-step ratios (``journey_ratios``), never as rates on one axis, because they were
+measured on other hardware.
 
 The course's dataset has MNIST's shape: ``dataset_file`` writes 70,000 28x28 images (MNIST's training and test
 sets together, both of which the study's reload returned), drawn from the 1,797 bundled digits, upsampled and
@@ -27,7 +26,6 @@ import html
 import math
 import os
 import pstats
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -38,6 +36,7 @@ import tensorflow as tf
 
 from course_lib import bench, processes, xla
 from course_lib import digits as course_digits
+from course_lib.profile import Trace, capture
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_DIR = ROOT / "build" / "profiles" / "06_gan"
@@ -348,7 +347,7 @@ def step_variants(gan: GAN, images: np.ndarray, *, keys: Sequence[str] = IN_PROC
 def journey_widget(gan: GAN, images: np.ndarray, *, batches: Sequence[int] = (64, 256), repeats: int = 5,
                    seed: int = 0, n_images: int = MNIST_IMAGES):
     """The live widget over the in-process steps of the journey: time per step at one batch size each run."""
-    from course_lib.widgets import SpeedupWidget
+    from course_lib.speedup_widget import SpeedupWidget
 
     return SpeedupWidget(step_variants(gan, images, seed=seed, n_images=n_images), sizes={"batch": list(batches)},
                          baseline=STEPS["reload"], repeats=repeats,
@@ -654,16 +653,11 @@ def python_profile(step: Callable[[], object], calls: int = 5,
     return PythonProfile(rows, total, calls)
 
 
-def trace_steps(step: Callable[[], object], steps: int = 3, logdir: str | os.PathLike = TRACE_DIR) -> xla.Trace:
-    """Record ``steps`` steps with the TensorFlow profiler into ``logdir`` (older runs there are
-    replaced); open it with TensorBoard's Profile tab. The first call runs before, unprofiled."""
-    logdir = Path(logdir)
-    shutil.rmtree(logdir / "plugins" / "profile", ignore_errors=True)
-    bench.force(step())
-    with xla.profile(logdir) as trace:
-        for _ in range(steps):
-            bench.force(step())
-    return trace
+def trace_steps(step: Callable[[], object], steps: int = 3, logdir: str | os.PathLike = TRACE_DIR) -> Trace:
+    """Record ``steps`` steps with the TensorFlow profiler into ``logdir`` (``course_lib.profile.capture``:
+    older runs there are replaced, the first call runs before, unprofiled); open it with TensorBoard's Profile
+    tab, or read it with ``course_lib.profile`` (``op_stats``, ``timeline``)."""
+    return capture(step, steps, warmup=1, logdir=logdir)
 
 
 # -- Pictures ---------------------------------------------------------------------------------------
@@ -691,27 +685,3 @@ def image_grid(images: np.ndarray, cols: int = 8, ax=None, title: str = ""):
     if title:
         ax.set_title(title)
     return ax
-
-
-@bench.command(
-    "gan", repeats=5, quick={"size": 8, "images": 2_000, "batch": 8, "big_batch": 16, "repeats": 2, "rounds": 1},
-    options={
-        "--size": dict(type=int, default=28, choices=SIZES, help="image size (28 is MNIST's)"),
-        "--images": dict(type=int, default=MNIST_IMAGES, help="images in the dataset file the first step "
-                         "reloads (MNIST has 60,000 + 10,000)"),
-        "--batch": dict(type=int, default=64, help="batch of the eager and first tf.function steps"),
-        "--big-batch": dict(type=int, default=256, help="batch of the later steps (the study used 2048)"),
-        "--rounds": dict(type=int, default=2, help="alternating fresh processes per auto-clustering variant"),
-        "--no-auto-jit": dict(action="store_true", help="skip auto-clustering (fresh processes)"),
-    })
-def bench_journey(args) -> bench.Report:
-    """``course bench gan``: lecture 06's journey at any size; the report adds the throughput per batch
-    (``batches``) and each step's ratio beside the study's (``ratios``)."""
-    steps, batches, auto, ratios = journey(size=args.size, batch=args.batch, big_batch=args.big_batch,
-                                           repeats=args.repeats, auto_jit=not args.no_auto_jit,
-                                           rounds=args.rounds, n_images=args.images)
-    for result in (steps, batches) + ((auto,) if auto is not None else ()):
-        print(result, end="\n\n")
-    print(ratios.verdicts())
-    return bench.Report([steps, batches.comparison] + ([auto] if auto is not None else []),
-                        {"batches": batches.rows(), "ratios": ratios.rows})

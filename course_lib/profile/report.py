@@ -14,7 +14,7 @@ from pathlib import Path
 
 from course_lib.profile.capture import capture
 from course_lib.profile.chrome import write_chrome
-from course_lib.profile.diagnosis import hypothesis
+from course_lib.profile.hypothesis import hypothesis
 from course_lib.profile.ops import op_stats
 from course_lib.profile.timeline import timeline
 from course_lib.profile.trace import ProfileError, Trace

@@ -9,8 +9,9 @@ importing the package imports no op module until a name is asked for.
 import importlib
 import pkgutil
 
-# public base classes, not ops
-_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation"}
+# public base classes, and the helper every mating op draws its mates with (``partner_rows``): not ops
+_BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation",
+          "partner_rows": "base"}
 
 
 def registry() -> dict[str, type]:

@@ -137,7 +137,7 @@ class _LocalSearch(PermutationOp):
 
     def _split(self, draw: tf.Tensor, tours: tf.Tensor, k: int, choices: tuple[int, ...]) -> tuple[tf.Tensor, ...]:
         n = tours.shape[1]
-        values = []
+        values: list = []
         for c in reversed(choices):
             draw, value = draw // c, draw % c
             values.insert(0, value)

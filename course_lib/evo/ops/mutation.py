@@ -41,7 +41,7 @@ def _floyd_draw(size, count: tf.Tensor, words: tf.Tensor, i) -> tuple[tf.Tensor,
 def _floyd(size, count: tf.Tensor, draws: tf.Tensor, stop: int) -> list:
     """Steps 0 .. stop - 1 of Floyd's algorithm, unrolled (few steps), one pick tensor per step: a step
     takes j instead of t if t was picked before (j never was)."""
-    picks = []
+    picks: list = []
     for i in range(stop):
         t, j = _floyd_draw(size, count, draws[..., i], i)
         if picks:

@@ -33,6 +33,9 @@ def _eta(op: str, eta) -> float:
 class _Bounded:
     """Bounds shared by the real-coded ops: checked against the genome, broadcast as tensors."""
 
+    low: tuple  # set by the op's __init__ (``_bounds``)
+    high: tuple
+
     @classmethod
     def example(cls, length):
         return cls(low=-5.0, high=5.0)

@@ -3,7 +3,7 @@ import time
 import pytest
 
 from course_lib import bench
-from course_lib.widgets import CSS_CLASS, SpeedupWidget
+from course_lib.speedup_widget import CSS_CLASS, SpeedupWidget
 
 
 def make_widget(**kw):
@@ -65,7 +65,9 @@ def test_run_from_controls_uses_checkboxes_and_sliders():
 def test_button_click_runs():
     w, built = make_widget(defaults={"n": 10})
     w.button.click()
-    assert w.result is not None and built[-1] == ("len", 10)
+    assert isinstance(w.result, bench.Comparison) and w.result.names == ["sum", "len"]
+    assert w.result.params == {"n": 10} and built == [("sum", 10), ("len", 10)]
+    assert w.progress.description == "done" and "len" in w.table.value
 
 
 def test_baseline_falls_back_when_unticked():

@@ -14,7 +14,6 @@ import tensorflow as tf
 
 from course_lib import bench, evo
 from course_lib import digits as course_digits
-from course_lib.evo.model import Model
 from course_lib.evo.neuro import (
     Classification,
     Layout,
@@ -80,7 +79,7 @@ class _Clock(evo.callbacks.Callback):
         self.paused += time.perf_counter() - now
 
 
-def ga_curve(model: Model, fitness: Classification, population, generations: int, x_test, y_test,
+def ga_curve(model: evo.Model, fitness: Classification, population, generations: int, x_test, y_test,
              every: int = 25, name: str = "GA") -> tuple[Curve, object]:
     """Evolve and record the best network's test accuracy every ``every`` generations."""
     curve = Curve(name, ("network evaluated on the training set", "networks evaluated on the training set"),

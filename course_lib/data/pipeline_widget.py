@@ -22,7 +22,7 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
     The variants run in turns (``bench.compare(in_turns=True)``), so a change in the machine's load
     hits them alike.
     """
-    from course_lib.widgets import SpeedupWidget
+    from course_lib.speedup_widget import SpeedupWidget
 
     for v in variants:
         check_variant(v)
