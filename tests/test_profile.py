@@ -2,6 +2,10 @@
 
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -188,3 +192,18 @@ def test_timeline_lanes_are_one_per_thread_with_short_names():
     threads = [("/host:CPU", "python"), ("/host:CPU", "tf_Compute/123"), ("/host:CPU", "tf_Compute/-45"),
                ("/device:GPU:0", "Stream #7(Compute)")]
     assert lane_names(threads) == ["python", "tf_Compute 1", "tf_Compute 2", "GPU:0 Stream #7(Compute)"]
+
+
+def test_capture_runs_at_the_profilers_default_levels_without_option_warnings(tmp_path):
+    """In a fresh process, so the C++ log lines land on a stderr this test reads."""
+    script = ("import tensorflow as tf\n"
+              "from course_lib import profile\n"
+              "f = tf.function(lambda x: tf.tanh(x) * 2.0)\n"
+              "trace = profile.capture(lambda: f(tf.ones([8])), steps=2)\n"
+              "names = {e.name for e in trace.events}\n"
+              "print('OPS', any('Tanh' in n for n in names), 'PYTHON', any(n.startswith('$') for n in names))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "expects an" not in done.stderr
+    assert "OPS True PYTHON False" in done.stdout  # host level 2 records the ops; no Python tracer
