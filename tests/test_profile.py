@@ -207,3 +207,43 @@ def test_capture_runs_at_the_profilers_default_levels_without_option_warnings(tm
     assert done.returncode == 0, done.stderr[-2000:]
     assert "expects an" not in done.stderr
     assert "OPS True PYTHON False" in done.stdout  # host level 2 records the ops; no Python tracer
+
+
+def test_records_live_as_long_as_their_object_and_no_longer():
+    import gc
+
+    records = cases.write_records(n_files=1, per_file=2)
+    folder = records.folder
+    assert all(Path(p).exists() for p in records.paths)
+    del records
+    gc.collect()
+    assert not folder.exists()
+    kept = cases.write_records(n_files=1, per_file=2)
+    kept.cleanup()
+    kept.cleanup()  # a second cleanup does nothing
+    assert not kept.folder.exists()
+
+
+def _breakdown(per_step: list[dict[str, float]]) -> profile.Breakdown:
+    """Steps of the given microseconds per category, one after another."""
+    steps, parts, start = [], [], 0.0
+    for i, part in enumerate(per_step):
+        full = {c: part.get(c, 0.0) for c in profile.CATEGORIES + ("idle",)}
+        total = sum(v for c, v in full.items() if c != "idle")
+        steps.append(Step(i, start, start + total, "main"))
+        parts.append(full)
+        start += total
+    return profile.Breakdown(steps, parts)
+
+
+def test_fix_reading_compares_the_rest_of_the_step_with_the_bounds_assumption():
+    before = _breakdown([{"input": 900.0, "function": 100.0}] * 3)  # 90% input: bound 10x
+    grew = profile.fix_reading(before, _breakdown([{"input": 10.0, "function": 190.0}] * 3), "input")
+    assert grew["bound"] == pytest.approx(10.0)
+    assert grew["traced"] == pytest.approx(5.0)
+    assert grew["rest_before_ms"] == pytest.approx(0.1) and grew["rest_after_ms"] == pytest.approx(0.19)
+    assert grew["removed_after"] == pytest.approx(0.05)
+    shrank = profile.fix_reading(before, _breakdown([{"function": 50.0}] * 3), "input")
+    assert shrank["traced"] > shrank["bound"] and shrank["rest_after_ms"] < shrank["rest_before_ms"]
+    with pytest.raises(ValueError, match="unknown category 'idle'"):
+        profile.fix_reading(before, before, "idle")
