@@ -242,8 +242,9 @@ def test_fix_reading_compares_the_rest_of_the_step_with_the_bounds_assumption():
     assert grew["bound"] == pytest.approx(10.0)
     assert grew["traced"] == pytest.approx(5.0)
     assert grew["rest_before_ms"] == pytest.approx(0.1) and grew["rest_after_ms"] == pytest.approx(0.19)
-    assert grew["removed_after"] == pytest.approx(0.05)
+    assert grew["removed_after"] == pytest.approx(0.05) and grew["rest"] == "grew"
     shrank = profile.fix_reading(before, _breakdown([{"function": 50.0}] * 3), "input")
-    assert shrank["traced"] > shrank["bound"] and shrank["rest_after_ms"] < shrank["rest_before_ms"]
+    assert shrank["traced"] > shrank["bound"] and shrank["rest"] == "shrank"
+    assert profile.fix_reading(before, _breakdown([{"function": 105.0}] * 3), "input")["rest"] == "held"
     with pytest.raises(ValueError, match="unknown category 'idle'"):
         profile.fix_reading(before, before, "idle")

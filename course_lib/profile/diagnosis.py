@@ -15,6 +15,7 @@ from course_lib.profile.counters import Counters, counters
 from course_lib.profile.ops import OpTable, op_stats
 from course_lib.profile.trace import Trace
 
+REST_TOLERANCE = 1.1  # a rest of the step within 10% of its first time is read as unchanged
 ARITHMETIC_SHARE = 0.8  # traced functions' share of the step from which the rest is not worth reading first
 
 
@@ -91,8 +92,8 @@ def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, 
 
     Returns:
         ``bound``: ``1/(1 - share)`` of the first trace; ``traced``: the ratio of the two traces'
-        median step times; ``rest_before_ms`` and ``rest_after_ms``; ``removed_after``: the share of
-        ``removed`` left after the fix.
+        median step times; ``rest_before_ms`` and ``rest_after_ms``; ``rest``: "grew", "shrank" or
+        "held" (within ``REST_TOLERANCE``); ``removed_after``: the share of ``removed`` left after the fix.
     """
     if removed not in CATEGORIES:
         raise ValueError(f"unknown category {removed!r}; choose one of: {', '.join(CATEGORIES)}")
@@ -100,6 +101,9 @@ def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, 
     def rest_ms(b: Breakdown) -> float:
         return float(np.median([row["ms"] * (1 - row[f"{removed} %"] / 100) for row in b.rows]))
 
+    rest_before, rest_after = rest_ms(before), rest_ms(after)
+    change = "grew" if rest_after > REST_TOLERANCE * rest_before else \
+        "shrank" if rest_after < rest_before / REST_TOLERANCE else "held"
     return {"bound": 1 / max(1 - before.share(removed), 1e-3), "traced": before.step_ms / after.step_ms,
-            "rest_before_ms": rest_ms(before), "rest_after_ms": rest_ms(after),
+            "rest_before_ms": rest_before, "rest_after_ms": rest_after, "rest": change,
             "removed_after": after.share(removed)}
