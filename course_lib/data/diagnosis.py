@@ -161,6 +161,18 @@ class Diagnosis:
             (self.table() if self.epochs else "")
 
 
+def timed_alike(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` with ``tf.data`` autotuning off, how ``diagnose`` runs all three of its epochs.
+
+    With autotuning on, the end of an epoch (``fit`` destroying its iterator) can wait for the
+    autotuning thread to finish its sleep: a random wait that would land on some epochs and not
+    others (``consume`` moves it off the clock, ``fit`` cannot), and would bias the overlap read from
+    them. Without autotuning, the stages keep the parallelism they start with."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
 def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int = 16,
              repeats: int = 3) -> Diagnosis:
     """Is training on ``dataset`` input-bound or compute-bound, and what else costs time?
@@ -168,15 +180,12 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
     Times one epoch three ways in the same run, in turns: iterating the input pipeline alone,
     training on the same batches already in memory (compute alone), and training on
     the pipeline; each ``fit`` epoch is also split into ``EPOCH_PARTS``. ``dataset``
-    yields the dict batches of ``pipeline``.
+    yields the dict batches of ``pipeline``. All three run ``timed_alike``: with ``tf.data``
+    autotuning off, so no epoch pays a wait at its end that the others do not.
     """
     ready = transform({"id": shards.ids, "x": shards.x, "y": shards.y})
-    in_memory = tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache()
-    # It has nothing to tune; without autotuning, fit's end-of-epoch teardown of its iterator does not
-    # wait for the autotuning thread (see consume), which would add a random wait to the compute alone.
-    no_autotune = tf.data.Options()
-    no_autotune.autotune.enabled = False
-    in_memory = in_memory.with_options(no_autotune)
+    dataset = timed_alike(dataset)
+    in_memory = timed_alike(tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache())
     train = xy(dataset)
     clocks = {"compute only": _epoch_clock(), "training": _epoch_clock()}
 

@@ -204,9 +204,9 @@ def _release(holder: list) -> None:
     """Destroy the one iterator in ``holder`` on a background thread.
 
     Destroying a ``tf.data`` iterator stops its autotuning thread, and in this TensorFlow that
-    thread first sleeps out the rest of its current tuning interval, an interval that doubles as the
-    epoch goes on: the caller would wait anywhere from nothing to a large part of an epoch, at random,
-    whatever the pipeline. The sleep costs no CPU, so it can run beside the next epoch.
+    thread can first sleep out the rest of its current tuning interval: the caller would wait
+    anywhere from nothing to the length of that interval, at random, whatever the pipeline. The
+    sleep costs no CPU, so it can run beside the next epoch.
     """
     threading.Thread(target=holder.clear, name="release tf.data iterator", daemon=True).start()
 
