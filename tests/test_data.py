@@ -293,3 +293,8 @@ def test_diagnose_times_every_epoch_with_autotuning_off(shards):
     alike = data.diagnosis.timed_alike(ds)
     assert alike.options().autotune.enabled is False
     assert [b["id"].numpy().tolist() for b in alike] == [b["id"].numpy().tolist() for b in ds]
+
+
+def test_consume_can_release_its_iterator_before_returning(shards):
+    ds = data.pipeline(shards, "interleave", latency=FAST, batch_size=10, threads=4)
+    assert data.consume(ds, release_here=True) == data.consume(ds) == shards.n_records

@@ -164,10 +164,11 @@ class Diagnosis:
 def timed_alike(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """``dataset`` with ``tf.data`` autotuning off, how ``diagnose`` runs all three of its epochs.
 
-    With autotuning on, the end of an epoch (``fit`` destroying its iterator) can wait for the
-    autotuning thread to finish its sleep: a random wait that would land on some epochs and not
-    others (``consume`` moves it off the clock, ``fit`` cannot), and would bias the overlap read from
-    them. Without autotuning, the stages keep the parallelism they start with."""
+    With autotuning on, the end of an epoch (destroying its iterator) can wait for the autotuning
+    thread to finish its sleep: a random wait that would land on some epochs and not others, and
+    would bias the overlap read from them. Without autotuning, the stages keep the parallelism they
+    start with. ``diagnose`` also ends every epoch, the input alone included, by destroying its
+    iterator on the clock, so what a pipeline's teardown costs is in both the input alone and training."""
     options = tf.data.Options()
     options.autotune.enabled = False
     return dataset.with_options(options)
@@ -198,8 +199,9 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
             return loss
         return run
 
-    variants = {"input only": lambda: consume(dataset), "compute only": fit("compute only", in_memory),
-                "training": fit("training", train)}
+    # Each epoch ends by destroying its iterator on the clock, the input alone as fit's epochs do.
+    variants = {"input only": lambda: consume(dataset, release_here=True),
+                "compute only": fit("compute only", in_memory), "training": fit("training", train)}
     # The first, separately reported epoch is the warm-up: it traces the training step.
     comparison = bench.compare(variants, baseline="training", repeats=repeats, warmup=0, in_turns=True,
                                title=f"one epoch, batch {batch_size}")
