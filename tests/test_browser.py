@@ -305,7 +305,7 @@ def run_again_with_first_variant(page: Page, widget, label: str) -> None:
     expect(table.locator("tr")).to_have_count(2, timeout=30_000)  # header + the first variant
     assert "What to do" not in widget.inner_text(), f"{label}: {widget.inner_text()}"
     assert table.inner_html() != table_before, f"{label}: Run did not redraw the table"
-    assert chart.count(), f"{label}: the widget shows no chart"
+    expect(chart, f"{label}: the widget shows no chart").to_have_count(1, timeout=30_000)
     if chart_before is not None:  # the chart is drawn after the table: wait for it
         expect(chart, f"{label}: Run did not redraw the chart").not_to_have_attribute("src", chart_before,
                                                                                       timeout=30_000)
