@@ -29,7 +29,7 @@ import tensorflow as tf
 from course_lib.arguments import whole
 
 __all__ = [
-    "small_ops", "small_ops_variants", "matmul_variants", "conv_model", "make_train_step",
+    "small_ops", "small_ops_variants", "matmul_variants", "kernel_threads", "conv_model", "make_train_step",
     "train_step_variants", "eagerly", "save_and_load",
     "TraceCounter", "describe_args", "traces_per_call", "concrete", "signature", "operations",
     "op_properties", "op_types", "format_rows", "autograph_code", "captured_tf_warnings",
@@ -92,7 +92,27 @@ def matmul_variants() -> dict[str, Callable[..., Callable[[], Any]]]:
         f = tf.function(tf.matmul)
         return lambda: f(a, b)
 
-    return {"eager": eager, "tf.function": graph}
+    def concrete(n: int):
+        a, b = data(n)
+        f = tf.function(tf.matmul).get_concrete_function(a, b)  # traced here: a call skips tf.function's lookup
+        return lambda: f(a, b)
+
+    return {"eager": eager, "tf.function": graph, "concrete function": concrete}
+
+
+def kernel_threads(fn: Callable[[], Any], op_type: str, steps: int = 2) -> list[str]:
+    """Where ``fn``'s ``op_type`` kernels ran, read from a profile of ``steps`` calls.
+
+    An eager op runs inside its ``EagerLocalExecute`` on the thread that called it ("the calling
+    thread"); a graph's executor runs a kernel where it schedules it, named here by the runtime's
+    thread name without its number (``tf_Compute`` is the executor's pool)."""
+    from course_lib import profile
+
+    trace = profile.capture(fn, steps=steps)
+    caller = trace.steps[0].thread
+    names = {op_type, f"EagerLocalExecute: {op_type}"}
+    return sorted({"the calling thread" if e.thread == caller else e.thread.split("/")[0]
+                   for e in trace.events if e.name in names or e.name.endswith(f":{op_type}")})
 
 
 def conv_model(image_size: int = 28, classes: int = 10):

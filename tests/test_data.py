@@ -286,3 +286,16 @@ def test_diagnosis_reports_time_beyond_input_plus_compute_without_clipping():
     assert repr(hidden).startswith("input-bound: input 100 ms")
     assert _diagnosis(40, 100, 100).bound_text == "compute-bound" and slow.bound_text == "bound by neither half"
     assert "hidden completely" in str(_diagnosis(40, 100, 90).verdicts())
+
+
+def test_diagnose_times_every_epoch_with_autotuning_off(shards):
+    ds = data.pipeline(shards, "interleave", latency=FAST, batch_size=10, threads=4)
+    assert ds.options().autotune.enabled is not False
+    alike = data.input_bound.timed_alike(ds)
+    assert alike.options().autotune.enabled is False
+    assert [b["id"].numpy().tolist() for b in alike] == [b["id"].numpy().tolist() for b in ds]
+
+
+def test_consume_can_release_its_iterator_before_returning(shards):
+    ds = data.pipeline(shards, "interleave", latency=FAST, batch_size=10, threads=4)
+    assert data.consume(ds, release_here=True) == data.consume(ds) == shards.n_records

@@ -19,9 +19,17 @@ def test_small_ops_eager_and_graph_agree():
 
 def test_matmul_variants_agree():
     variants = graphs.matmul_variants()
-    a, b = variants["eager"](n=8)(), variants["tf.function"](n=8)()
+    a, b, c = (variants[name](n=8)() for name in ("eager", "tf.function", "concrete function"))
     assert a.shape == (8, 8)
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=1e-5)
+
+
+def test_kernel_threads_tell_the_calling_thread_from_the_executors():
+    variants = graphs.matmul_variants()
+    assert graphs.kernel_threads(variants["eager"](n=64), "MatMul") == ["the calling thread"]
+    graph = graphs.kernel_threads(variants["tf.function"](n=64), "MatMul")
+    assert graph and "the calling thread" not in graph
 
 
 def test_builders_reject_bad_sizes():

@@ -209,3 +209,17 @@ def test_result_tables_read_against_the_reference():
     table = app.knapsack_table(inst, {"dp": app.knapsack_dp(**inst)[1], "all": np.ones(10, int)})
     assert table[0]["% of optimum"] == 100 and table[0]["fits"]
     assert not table[1]["fits"] and table[1]["weight"] == sum(inst["weights"])
+
+
+def test_time_to_quality_verdicts_read_a_ga_that_stopped_short_as_a_lower_bound():
+    from course_lib.bench import Comparison, Timing
+
+    comparison = Comparison([Timing("NN + 2-opt (NumPy)", 0.01, [0.01] * 5, 1),
+                             Timing("GA", 0.5, [0.5] * 5, 1), Timing("memetic GA", 0.2, [0.2] * 5, 1)],
+                            baseline="NN + 2-opt (NumPy)")
+    found = {"NN + 2-opt (NumPy)": {"best": 8.0, "generations": None, "reached": True},
+             "GA": {"best": 20.0, "generations": 200, "reached": False},
+             "memetic GA": {"best": 7.9, "generations": 9, "reached": True}}
+    ga, memetic = app.time_to_quality_verdicts(comparison, found).sentences
+    assert ga.startswith("GA: at least 50") and "lower bound" in ga and "200 generations" in ga
+    assert memetic == comparison.verdict("memetic GA")

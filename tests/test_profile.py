@@ -2,6 +2,10 @@
 
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -188,3 +192,59 @@ def test_timeline_lanes_are_one_per_thread_with_short_names():
     threads = [("/host:CPU", "python"), ("/host:CPU", "tf_Compute/123"), ("/host:CPU", "tf_Compute/-45"),
                ("/device:GPU:0", "Stream #7(Compute)")]
     assert lane_names(threads) == ["python", "tf_Compute 1", "tf_Compute 2", "GPU:0 Stream #7(Compute)"]
+
+
+def test_capture_runs_at_the_profilers_default_levels_without_option_warnings(tmp_path):
+    """In a fresh process, so the C++ log lines land on a stderr this test reads."""
+    script = ("import tensorflow as tf\n"
+              "from course_lib import profile\n"
+              "f = tf.function(lambda x: tf.tanh(x) * 2.0)\n"
+              "trace = profile.capture(lambda: f(tf.ones([8])), steps=2)\n"
+              "names = {e.name for e in trace.events}\n"
+              "print('OPS', any('Tanh' in n for n in names), 'PYTHON', any(n.startswith('$') for n in names))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "expects an" not in done.stderr
+    assert "OPS True PYTHON False" in done.stdout  # host level 2 records the ops; no Python tracer
+
+
+def test_records_live_as_long_as_their_object_and_no_longer():
+    import gc
+
+    records = cases.write_records(n_files=1, per_file=2)
+    folder = records.folder
+    assert all(Path(p).exists() for p in records.paths)
+    del records
+    gc.collect()
+    assert not folder.exists()
+    kept = cases.write_records(n_files=1, per_file=2)
+    kept.cleanup()
+    kept.cleanup()  # a second cleanup does nothing
+    assert not kept.folder.exists()
+
+
+def _breakdown(per_step: list[dict[str, float]]) -> profile.Breakdown:
+    """Steps of the given microseconds per category, one after another."""
+    steps, parts, start = [], [], 0.0
+    for i, part in enumerate(per_step):
+        full = {c: part.get(c, 0.0) for c in profile.CATEGORIES + ("idle",)}
+        total = sum(v for c, v in full.items() if c != "idle")
+        steps.append(Step(i, start, start + total, "main"))
+        parts.append(full)
+        start += total
+    return profile.Breakdown(steps, parts)
+
+
+def test_fix_reading_compares_the_rest_of_the_step_with_the_bounds_assumption():
+    before = _breakdown([{"input": 900.0, "function": 100.0}] * 3)  # 90% input: bound 10x
+    grew = profile.fix_reading(before, _breakdown([{"input": 10.0, "function": 190.0}] * 3), "input")
+    assert grew["bound"] == pytest.approx(10.0)
+    assert grew["traced"] == pytest.approx(5.0)
+    assert grew["rest_before_ms"] == pytest.approx(0.1) and grew["rest_after_ms"] == pytest.approx(0.19)
+    assert grew["removed_after"] == pytest.approx(0.05) and grew["rest"] == "grew"
+    shrank = profile.fix_reading(before, _breakdown([{"function": 50.0}] * 3), "input")
+    assert shrank["traced"] > shrank["bound"] and shrank["rest"] == "shrank"
+    assert profile.fix_reading(before, _breakdown([{"function": 105.0}] * 3), "input")["rest"] == "held"
+    with pytest.raises(ValueError, match="unknown category 'idle'"):
+        profile.fix_reading(before, before, "idle")

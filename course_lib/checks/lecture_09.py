@@ -51,7 +51,8 @@ def hand_written_pass(hand_written, model, x):
 
 @exercise("09", 2, "one graph for every batch size",
           "tf.function takes an input_signature: a list with one tf.TensorSpec per argument.",
-          "A TensorSpec dimension given as None matches any size; the batch is the first dimension.")
+          "Compare the shapes of the batches: which dimension changes from one to the next, and which never "
+          "does? Lecture 02 shows how a TensorSpec leaves a dimension open.")
 def one_graph(served, model, batches):
     assert method.is_tf_function(served), f"served should be a tf.function, got {type(served).__name__}"
     for batch in batches:

@@ -55,7 +55,9 @@ def shorter_tour(result, tour, distances, reference):
 
 @exercise("14", 2, "a hard knapsack",
           "app.knapsack_model builds the GA; the answer is the best of the Result that model.evolve returns.",
-          "A larger population or more generations; choice is result.best itself.")
+          "If the GA falls short of the optimum, ask what it lacked: how many packings it weighs at once, or "
+          "how long it searches; both are arguments you already pass. The checker compares choice with the "
+          "packing the Result reports as best.")
 def hard_knapsack(result, choice, instance, optimum):
     result = _result(result, "result")
     n = len(instance["weights"])

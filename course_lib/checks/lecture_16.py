@@ -26,9 +26,9 @@ def stop_retracing(fixed_program):
 @exercise("16", 2, "input waiting below a third of the step",
           "Profile the loop over `slow_pipeline` and read the step breakdown: what does the step thread wait "
           "for, and what does the pipeline's source do one thing at a time?",
-          "Three things in slow_pipeline happen one at a time: the files are read one after another, each "
-          "record is parsed alone, and nothing is made while the step trains. Lecture 04 removes each; "
-          "reads that wait rather than compute can use more threads than the machine has cores.")
+          "Read slow_pipeline line by line and ask of each stage: does it handle one file or one record at a "
+          "time, and does anything get made while the step trains? Lecture 04 names a tf.data tool for "
+          "each of those; a stage that waits on files rather than computing can use more threads than cores.")
 def fast_input(fast_pipeline, records):
     dataset = answers.run("fast_pipeline(records)", fast_pipeline, records)
     images, labels = answers.run("taking a batch", lambda: next(iter(dataset)))

@@ -161,6 +161,19 @@ class Diagnosis:
             (self.table() if self.epochs else "")
 
 
+def timed_alike(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` with ``tf.data`` autotuning off, how ``diagnose`` runs all three of its epochs.
+
+    With autotuning on, the end of an epoch (destroying its iterator) can wait for the autotuning
+    thread to finish its sleep: a random wait that would land on some epochs and not others, and
+    would bias the overlap read from them. Without autotuning, the stages keep the parallelism they
+    start with. ``diagnose`` also ends every epoch, the input alone included, by destroying its
+    iterator on the clock, so what a pipeline's teardown costs is in both the input alone and training."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
 def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int = 16,
              repeats: int = 3) -> Diagnosis:
     """Is training on ``dataset`` input-bound or compute-bound, and what else costs time?
@@ -168,15 +181,12 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
     Times one epoch three ways in the same run, in turns: iterating the input pipeline alone,
     training on the same batches already in memory (compute alone), and training on
     the pipeline; each ``fit`` epoch is also split into ``EPOCH_PARTS``. ``dataset``
-    yields the dict batches of ``pipeline``.
+    yields the dict batches of ``pipeline``. All three run ``timed_alike``: with ``tf.data``
+    autotuning off, so no epoch pays a wait at its end that the others do not.
     """
     ready = transform({"id": shards.ids, "x": shards.x, "y": shards.y})
-    in_memory = tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache()
-    # It has nothing to tune; without autotuning, fit's end-of-epoch teardown of its iterator does not
-    # wait for the autotuning thread (see consume), which would add a random wait to the compute alone.
-    no_autotune = tf.data.Options()
-    no_autotune.autotune.enabled = False
-    in_memory = in_memory.with_options(no_autotune)
+    dataset = timed_alike(dataset)
+    in_memory = timed_alike(tf.data.Dataset.from_tensor_slices((ready["x"], ready["y"])).batch(batch_size).cache())
     train = xy(dataset)
     clocks = {"compute only": _epoch_clock(), "training": _epoch_clock()}
 
@@ -189,8 +199,9 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
             return loss
         return run
 
-    variants = {"input only": lambda: consume(dataset), "compute only": fit("compute only", in_memory),
-                "training": fit("training", train)}
+    # Each epoch ends by destroying its iterator on the clock, the input alone as fit's epochs do.
+    variants = {"input only": lambda: consume(dataset, release_here=True),
+                "compute only": fit("compute only", in_memory), "training": fit("training", train)}
     # The first, separately reported epoch is the warm-up: it traces the training step.
     comparison = bench.compare(variants, baseline="training", repeats=repeats, warmup=0, in_turns=True,
                                title=f"one epoch, batch {batch_size}")

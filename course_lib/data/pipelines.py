@@ -169,7 +169,7 @@ def xy(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def consume(dataset: tf.data.Dataset, *, recorder: Recorder | None = None,
-            step: Callable[[Any], Any] | None = None, step_s: float = 0.0) -> int:
+            step: Callable[[Any], Any] | None = None, step_s: float = 0.0, release_here: bool = False) -> int:
     """Iterate over a pipeline once, as a training loop would; return how many records it saw.
 
     Each batch is handed to ``step`` (a training step, say) or, without one, the consumer
@@ -177,7 +177,8 @@ def consume(dataset: tf.data.Dataset, *, recorder: Recorder | None = None,
     each batch and the time spent on it are logged as "wait" and "step" spans.
 
     The exhausted iterator is destroyed on a background thread (``_release``), so a timed call
-    ends with the last step, where a recorded run's timeline ends too.
+    ends with the last step, where a recorded run's timeline ends too; with ``release_here`` it is
+    destroyed before returning, so a timed call includes the teardown, as a ``fit`` epoch does.
     """
     count = 0
     iterator = iter(dataset)
@@ -194,6 +195,9 @@ def consume(dataset: tf.data.Dataset, *, recorder: Recorder | None = None,
             elif step_s:
                 time.sleep(step_s)
         count += len(ids)
+    if release_here:
+        del iterator
+        return count
     holder = [iterator]
     del iterator  # the holder has the last reference: the iterator dies where holder.clear() runs
     _release(holder)
@@ -204,9 +208,9 @@ def _release(holder: list) -> None:
     """Destroy the one iterator in ``holder`` on a background thread.
 
     Destroying a ``tf.data`` iterator stops its autotuning thread, and in this TensorFlow that
-    thread first sleeps out the rest of its current tuning interval, an interval that doubles as the
-    epoch goes on: the caller would wait anywhere from nothing to a large part of an epoch, at random,
-    whatever the pipeline. The sleep costs no CPU, so it can run beside the next epoch.
+    thread can first sleep out the rest of its current tuning interval: the caller would wait
+    anywhere from nothing to the length of that interval, at random, whatever the pipeline. The
+    sleep costs no CPU, so it can run beside the next epoch.
     """
     threading.Thread(target=holder.clear, name="release tf.data iterator", daemon=True).start()
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from course_lib import evo
 from course_lib.arguments import share
+from course_lib.bench import Verdicts, ratio_text
 from course_lib.problems.continuous import FUNCTIONS, continuous_population  # noqa: F401 (lecture 14's names)
 from course_lib.problems.knapsack import (  # noqa: F401 (lecture 14's names)
     knapsack_brute_force,
@@ -432,6 +433,29 @@ def tsp_variants(max_generations: int, seed: int = 0, *, ga_population: int = 25
 
     return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", ga_population, tsp_model, GA_CHUNK),
              "memetic GA": ga("memetic GA", memetic_population, memetic_model, MEMETIC_CHUNK)}, found)
+
+
+def time_to_quality_verdicts(comparison, found: dict):
+    """The widget's verdicts, with a GA that stopped short of the quality read as a lower bound.
+
+    A GA that ran out of generations before matching the baseline's tour would have needed more
+    time, so its measured time only says it is *at least* that much slower; a verdict that prints
+    the ratio as a measurement would overstate what was measured. ``found`` is the dict that
+    ``tsp_variants`` fills."""
+    sentences = []
+    for name in comparison.names:
+        if name == comparison.baseline:
+            continue
+        run = found.get(name)
+        if run is None or run["reached"]:
+            sentences.append(comparison.verdict(name))
+            continue
+        ratio = comparison.speedup(name)
+        stop = f"it stopped after {run['generations']} generations without reaching the quality"
+        sentences.append(f"{name}: at least {ratio_text(1 / ratio)} slower than {comparison.baseline} ({stop}, "
+                         "so its time is a lower bound)" if ratio < 1 else
+                         f"{name}: no verdict against {comparison.baseline} ({stop})")
+    return Verdicts(sentences)
 
 
 def _same_model(a: evo.Model, b: evo.Model, population: int) -> bool:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,19 +73,28 @@ FEATURES = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedL
 
 @dataclass
 class Records:
-    """TFRecord files of serialized ``tf.train.Example``s (28x28 uint8 images and labels) in a temporary folder."""
+    """TFRecord files of serialized ``tf.train.Example``s (28x28 uint8 images and labels) in a temporary folder.
+
+    The folder lives as long as this object: it is deleted by ``cleanup()``, or when the object is
+    garbage-collected, at the latest when the interpreter (a notebook's kernel) exits. A notebook that
+    keeps the object therefore keeps the files its widgets read, after Run All as well.
+    """
 
     folder: Path
     paths: list[str]
     per_file: int
     size: int
+    _finalizer: Any = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
 
     @property
     def n_records(self) -> int:
         return len(self.paths) * self.per_file
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self._finalizer()
 
 
 def write_records(n_files: int = 16, per_file: int = 16, size: int = 28, seed: int = 0) -> Records:

@@ -423,9 +423,7 @@ class _CountedStep:
 
     def __call__(self):
         if self.compilations is None:
-            with xla.profile() as trace:
-                out = bench.force(self.step())
-            self.compilations = trace.compilations()
+            out, self.compilations = xla.compilations_in(lambda: bench.force(self.step()))
             return out
         return self.step()
 

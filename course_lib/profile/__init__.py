@@ -9,11 +9,11 @@ from course_lib.profile.breakdown import CATEGORIES, Breakdown, step_breakdown
 from course_lib.profile.capture import capture
 from course_lib.profile.chrome import chrome_trace, write_chrome
 from course_lib.profile.counters import Counters, counters
-from course_lib.profile.hypothesis import Hypothesis, hypothesis
+from course_lib.profile.hypothesis import Hypothesis, fix_reading, hypothesis
 from course_lib.profile.ops import OpTable, op_stats
 from course_lib.profile.timeline import timeline, timelines
 from course_lib.profile.trace import Event, ProfileError, Step, Trace, read
 
 __all__ = ["CATEGORIES", "Breakdown", "Counters", "Event", "Hypothesis", "OpTable", "ProfileError", "Step",
-           "Trace", "capture", "chrome_trace", "counters", "hypothesis", "op_stats", "read", "step_breakdown",
-           "timeline", "timelines", "write_chrome"]
+           "Trace", "capture", "chrome_trace", "counters", "fix_reading", "hypothesis", "op_stats", "read",
+           "step_breakdown", "timeline", "timelines", "write_chrome"]

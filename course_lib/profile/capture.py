@@ -18,7 +18,6 @@ from course_lib.profile.trace import ProfileError, Trace, read
 
 
 def capture(fn: Callable[[], Any], steps: int = 3, *, warmup: int = 1, logdir: str | Path | None = None,
-            host_tracer_level: int = 2, python_tracer_level: int = 0, device_tracer_level: int = 1,
             name: str = "step") -> Trace:
     """Profile ``steps`` calls of ``fn`` after ``warmup`` unprofiled ones; the trace, read.
 
@@ -29,9 +28,13 @@ def capture(fn: Callable[[], Any], steps: int = 3, *, warmup: int = 1, logdir: s
         warmup: calls before the profiler starts.
         logdir: where the profiler writes (earlier traces there are removed); a temporary folder,
             deleted after reading, when None.
-        host_tracer_level, python_tracer_level, device_tracer_level: the profiler's options
-            (``tf.profiler.experimental.ProfilerOptions``): host detail 1-3, Python calls 0/1, device 0/1.
         name: the step markers' name.
+
+    The profiler runs at its default levels: host events down to level 2 (every op the runtime runs,
+    the executor, tf.data's iterators), no Python function events, device events on. No options are
+    passed: this TensorFlow's C++ profiler session does not read the ``ProfilerOptions`` its Python API
+    hands it (it logs "host_tracer_level expects an i value" for each option and keeps its defaults;
+    a Python tracer asked for records nothing), so asking for other levels would only add log lines.
     """
     import tensorflow as tf
 
@@ -47,11 +50,8 @@ def capture(fn: Callable[[], Any], steps: int = 3, *, warmup: int = 1, logdir: s
     folder = Path(tmp or logdir)
     shutil.rmtree(folder / "plugins" / "profile", ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
-    options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=host_tracer_level,
-                                                       python_tracer_level=python_tracer_level,
-                                                       device_tracer_level=device_tracer_level)
     try:
-        tf.profiler.experimental.start(str(folder), options=options)
+        tf.profiler.experimental.start(str(folder))
     except Exception as exc:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from course_lib.profile.breakdown import CATEGORIES, Breakdown, step_breakdown
 from course_lib.profile.counters import Counters, counters
 from course_lib.profile.ops import OpTable, op_stats
 from course_lib.profile.trace import Trace
 
+REST_TOLERANCE = 1.1  # a rest of the step within 10% of its first time is read as unchanged
 ARITHMETIC_SHARE = 0.8  # traced functions' share of the step from which the rest is not worth reading first
 
 
@@ -76,3 +79,31 @@ def hypothesis(trace: Trace) -> Hypothesis:
             text += (f"; the next largest share is {runner_up} ({b.share(runner_up):.0%} of each step), "
                      "worth reading before the ops")
     return Hypothesis(cat, share, text, b, c, ops)
+
+
+def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, float]:
+    """What a fix's traces say about its speedup, next to the bound ``1/(1 - share)``.
+
+    The bound assumes the fix removes the ``removed`` share of the step and leaves the rest of the
+    step as it was. Reading the rest of the step (every category but ``removed``, milliseconds per
+    step, the median over the steps) in both traces tests that assumption: a rest that grew means
+    the fix slowed the remaining work (the speedup falls short of the bound), a rest that shrank
+    means the first trace filed part of the removed cost under another category (it beats the bound).
+
+    Returns:
+        ``bound``: ``1/(1 - share)`` of the first trace; ``traced``: the ratio of the two traces'
+        median step times; ``rest_before_ms`` and ``rest_after_ms``; ``rest``: "grew", "shrank" or
+        "held" (within ``REST_TOLERANCE``); ``removed_after``: the share of ``removed`` left after the fix.
+    """
+    if removed not in CATEGORIES:
+        raise ValueError(f"unknown category {removed!r}; choose one of: {', '.join(CATEGORIES)}")
+
+    def rest_ms(b: Breakdown) -> float:
+        return float(np.median([row["ms"] * (1 - row[f"{removed} %"] / 100) for row in b.rows]))
+
+    rest_before, rest_after = rest_ms(before), rest_ms(after)
+    change = "grew" if rest_after > REST_TOLERANCE * rest_before else \
+        "shrank" if rest_after < rest_before / REST_TOLERANCE else "held"
+    return {"bound": 1 / max(1 - before.share(removed), 1e-3), "traced": before.step_ms / after.step_ms,
+            "rest_before_ms": rest_before, "rest_after_ms": rest_after, "rest": change,
+            "removed_after": after.share(removed)}
