@@ -110,7 +110,8 @@ class EarlyStopping(Callback):
         self.stopped_generation: int | None = None
 
     def on_chunk_end(self, run):
-        if run.stop and self.stopped_generation is None:
+        # stopped_early: this callback's target or patience stopped the run (not another callback's stop)
+        if run.stopped_early and self.stopped_generation is None:
             self.stopped_generation = run.generation
 
 

@@ -28,6 +28,7 @@ from course_lib.evo import bitpack, pareto
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo.executors import STATS, OneDevice, no_limits
 from course_lib.evo.result import Result
+from course_lib.evo.symbolic import check_binary
 from course_lib.evo.validation import whole
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
@@ -60,6 +61,9 @@ def checked_population(model, population) -> tf.Tensor:
         x = tf.cast(x, spec.dtype)
     if x.shape[0] < 2:
         raise ValueError(f"a population needs at least 2 individuals, got {x.shape[0]}")
+    binary = [n.op.name for n in model.nodes if n.op.binary] + ([repr(model.fitness)] if model.fitness.binary else [])
+    if binary:
+        check_binary(" and ".join(binary), x)
     if model.fitness.permutation or any(n.op.permutation for n in model.nodes):
         # in int64: sort and range have no kernels for the narrow dtypes
         ok = tf.reduce_all(tf.sort(tf.cast(x, tf.int64), axis=1) == tf.range(spec.shape[0], dtype=tf.int64)[None, :])

@@ -144,6 +144,16 @@ class Model:
         """Whether to try bit-packing: genes are integers, every op can, and pack is not False."""
         return self.pack is not False and self.input.dtype.is_integer and all(n.op.packable for n in self.nodes)
 
+    def bind(self) -> None:
+        """Attach the ops that hold problem data to this model's fitness as it is now (an op shared with
+        another model, or a fitness that loaded another instance, holds other data), and drop the
+        programs compiled with the old data."""
+        stale = [node.op for node in self.nodes if not node.op.attached(self.fitness)]
+        for op in stale:
+            op.attach(self.fitness)
+        if stale:
+            self._programs.clear()
+
     def program(self, key: tuple, build):
         """The compiled program for ``key``, built once per ``compile`` (so a sweep reuses compilations)."""
         if key not in self._programs:
@@ -169,6 +179,7 @@ class Model:
         ``course_lib.evo.sharding``); every other option works the same under it.
         """
         self._require_compiled()
+        self.bind()
         if strategy is None:
             executor = OneDevice()
         else:

@@ -470,7 +470,7 @@ def traffic(model, population: int, replicas: int, distribution: str = "global",
     spec = model.input.spec
     packed = model.packable() if packed is None else packed
     genome = 4 * bitpack.n_words(spec.size) if packed else spec.size * spec.dtype.size
-    row = genome + 4  # and its float32 fitness
+    row = genome + 4 * (model.fitness.width or 1)  # and its float32 fitness (M + 1 values for M objectives)
     if distribution == "global":
         rows = pool_size(model, population)
         per_generation = rows * row

@@ -24,7 +24,7 @@ import tensorflow as tf
 from course_lib.evo import rng
 from course_lib.evo.fusion import materialize
 from course_lib.evo.rng import Rows
-from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_gene_dtype, connect
+from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_binary, check_gene_dtype, connect
 
 
 def check_rate(op: str, rate: Any, name: str = "rate") -> float:
@@ -56,6 +56,7 @@ class Op:
     packable = False  # has ``apply_packed`` for bit-packed 0/1 genomes
     permutation = False  # needs each genome to be a permutation of 0..L-1
     genes = "binary"  # the population ``example`` works on: "binary", "integer", "float" or "permutation"
+    binary = False  # needs every gene to be 0 or 1 (checked on each population it runs on)
     _names: collections.Counter = collections.Counter()
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
@@ -106,6 +107,9 @@ class Op:
             raise ValueError(f"{type(self).__name__}: the population is empty (shape {tuple(tensors[0].shape)}); "
                              "it needs at least one individual")
         self.check(*[GenomeSpec(tuple(t.shape[1:]), t.dtype) for t in tensors])
+        if self.binary:
+            for t in tensors:
+                check_binary(type(self).__name__, t)
         key = rng.key(secrets.randbits(64) if seed is None else seed)
         return self.apply(tensors, key, Rows.all(tensors[0].shape[0]))
 
@@ -131,6 +135,12 @@ class Op:
     def attach(self, fitness) -> None:
         """Called by ``Model.compile`` with the compiled fitness, for ops that need the problem's data
         (e.g. a local search reading ``evo.fitness.TSP``'s distances). Default: nothing."""
+
+    def attached(self, fitness) -> bool:
+        """Whether the problem data this op holds is ``fitness``'s, as it is now. ``evolve`` attaches
+        again (and compiles again) when it is not: the op is shared with another model, or the
+        fitness loaded another instance. Default: True (an op that holds no data)."""
+        return True
 
     def config(self) -> dict:
         """The op's parameters worth showing, for ``repr`` and ``Model.summary`` (floats shown to 4 digits)."""
