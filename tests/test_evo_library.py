@@ -155,3 +155,116 @@ def test_importing_the_engine_imports_no_keras_and_one_op_module_per_name():
     assert {m for m in loaded if m.startswith("course_lib.")} <= {m for m in loaded if m.startswith("course_lib.evo")}
     with_neuro = loaded_after("from course_lib import evo\nevo.neuro.mlp") - tensorflow
     assert "course_lib.evo.neuro" in with_neuro
+
+
+# -- ask/tell ------------------------------------------------------------------------------------------------
+
+
+def onemax_model(pack="auto"):
+    x = evo.Input(shape=(24,), dtype="int32")
+    y = evo.ops.UniformCrossover()(evo.ops.BitFlipMutation(rate=1 / 24)(x))
+    model = evo.Model(x, y)
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph", seed=5,
+                  pack=pack)
+    return model
+
+
+def run_ask_tell(search, score, generations):
+    while search.generation < generations:
+        search.tell(score(search.ask()))
+    return search.result()
+
+
+def assert_same(a, b):
+    np.testing.assert_array_equal(a.population, b.population)
+    np.testing.assert_array_equal(a.fitness, b.fitness)
+    np.testing.assert_array_equal(a.best, b.best)
+    assert a.best_fitness == b.best_fitness
+    assert a.history == b.history
+
+
+@pytest.mark.parametrize("pack", ["auto", False])
+def test_ask_tell_reproduces_evolve_with_a_numpy_fitness(pack):
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    expected = onemax_model(pack).evolve(pop, generations=6)
+    got = run_ask_tell(onemax_model(pack).ask_tell(pop), lambda g: g.sum(axis=1).astype(np.float32), 6)
+    assert_same(got, expected)
+
+
+class NumpyObjective(evo.fitness.Fitness):
+    """A float objective computed in NumPy: the engine calls it through tf.numpy_function."""
+
+    maximize = False
+
+    @staticmethod
+    def values(genomes):
+        return (np.abs(genomes - 0.3).sum(axis=1) + np.sin(genomes[:, 0])).astype(np.float32)
+
+    def evaluate(self, population):
+        out = tf.numpy_function(self.values, [population], tf.float32)
+        out.set_shape(population.shape[:1])
+        return out
+
+
+def float_model(fitness, selection):
+    x = evo.Input(shape=(6,), dtype="float32")
+    y = evo.ops.GaussianMutation(stddev=0.2, rate=0.5)(evo.ops.UniformCrossover()(x))
+    model = evo.Model(x, y)
+    model.compile(fitness=fitness, selection=selection, mode="graph", seed=2)
+    return model
+
+
+def test_ask_tell_reproduces_evolve_with_a_float_objective_and_elitism():
+    pop = evo.population.uniform((12, 6), -1, 1, seed=3)
+    expected = float_model(NumpyObjective(), evo.selection.Tournament(size=3, elitism=2)).evolve(pop, generations=5)
+    model = float_model(evo.fitness.External(maximize=False), evo.selection.Tournament(size=3, elitism=2))
+    assert_same(run_ask_tell(model.ask_tell(pop), NumpyObjective.values, 5), expected)
+
+
+class Constrained(evo.fitness.MultiObjective):
+    def evaluate(self, population):
+        f1 = population[:, 0]
+        f2 = tf.reduce_sum(tf.square(population - 1.0), axis=1)
+        return tf.stack([f1, f2], 1), tf.nn.relu(population[:, 1] - 0.5)
+
+
+def test_ask_tell_multi_objective_and_constrained_with_tensors():
+    pop = evo.population.uniform((12, 6), -1, 1, seed=4)
+    fitness = Constrained(("min", "min"), reference=(2.0, 20.0))
+    expected = float_model(fitness, evo.selection.NSGA2()).evolve(pop, generations=4)
+    search = float_model(evo.fitness.MultiObjective(("min", "min"), reference=(2.0, 20.0)),
+                         evo.selection.NSGA2()).ask_tell(pop)
+    got = run_ask_tell(search, fitness, 4)  # the fitness called eagerly: a (N, 3) tensor
+    assert_same(got, expected)
+    assert got.front is not None and got.front.objectives.shape[1] == 2
+    with pytest.raises(ValueError, match=r"\(rows, 2\) objectives or \(rows, 3\)"):
+        search.ask()
+        search.tell(np.zeros((search.n * 1, 4)))
+
+
+def test_ask_tell_save_and_resume_equals_an_uninterrupted_search(tmp_path):
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    score = lambda g: g.sum(axis=1).astype(np.float32)  # noqa: E731
+    whole = run_ask_tell(onemax_model().ask_tell(pop), score, 5)
+    first = onemax_model().ask_tell(pop)
+    run_ask_tell(first, score, 2)
+    first.ask()  # asked, not told: the saved state does not depend on it
+    first.save(tmp_path / "search.npz")
+    resumed = onemax_model().ask_tell(resume_from=tmp_path / "search.npz")
+    assert resumed.generation == 2
+    assert_same(run_ask_tell(resumed, score, 5), whole)
+    other = onemax_model()
+    other.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=3), mode="graph", seed=5)
+    with pytest.raises(ValueError, match="different model"):
+        other.ask_tell(resume_from=tmp_path / "search.npz")
+
+
+def test_ask_tell_misuse_is_a_clear_error():
+    search = onemax_model().ask_tell(evo.population.random_integers((8, 24), 0, 2))
+    with pytest.raises(RuntimeError, match="call ask\\(\\) first"):
+        search.tell(np.zeros(8))
+    with pytest.raises(ValueError, match="one value per asked genome, shape \\(8,\\)"):
+        search.ask()
+        search.tell(np.zeros(7))
+    with pytest.raises(TypeError, match="computed outside"):
+        evo.fitness.External()(np.zeros((2, 3)))

@@ -143,6 +143,10 @@ class Generation:
         child_fit = self.evaluate(children, draw)
         if draw is not None:
             fit = self.evaluate(pop, draw)
+        return self.join(pop, fit, children, child_fit)
+
+    def join(self, pop, fit, children, child_fit) -> tuple[tf.Tensor, tf.Tensor]:
+        """The pool selection chooses from: the children, after the parents for mu + lambda."""
         if self.model.selection.pool == "both":
             return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
         return children, child_fit
@@ -156,7 +160,10 @@ class Generation:
 
     def start(self, genes: tf.Tensor) -> State:
         """The first state of stored genes: scored, best so far = the best of them."""
-        fit = self.evaluate(genes, self.draw(tf.constant(0)))
+        return self.scored(genes, self.evaluate(genes, self.draw(tf.constant(0))))
+
+    def scored(self, genes: tf.Tensor, fit: tf.Tensor) -> State:
+        """The first state of stored genes whose fitness is ``fit``."""
         j, value, _ = self.summary(fit)
         best = tf.gather(genes, j)
         return State(genes, fit, best, self.judge(best, value), tf.constant(0))
@@ -205,6 +212,13 @@ class Generation:
     def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
         """One whole generation on this device's rows."""
         pool, pool_fit, idx = self.breed(state, generation, replica)
+        return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
+
+    def settle(self, state: State, children, child_fit, generation) -> tuple[State, tf.Tensor]:
+        """The second half of ``step`` for children scored elsewhere (``evo.ask_tell``): pool, selection
+        and best-so-far tracking, with the generation's key."""
+        pool, pool_fit = self.join(state.population, state.fitness, children, child_fit)
+        idx = self.select(pool_fit, self.key(generation))
         return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
 
     def loop(self, state: State, generation, more, record, hist, replica=None) -> tuple:

@@ -77,6 +77,23 @@ class Fitness:
         return f"{type(self).__name__}({args})"
 
 
+class External(Fitness):
+    """A fitness computed outside the engine, told through ask/tell (``evo.AskTell``): only its direction.
+
+    For several objectives or a constraint use ``MultiObjective(directions, reference=...)`` itself.
+    """
+
+    def __init__(self, maximize: bool = True):
+        self.maximize = bool(maximize)
+
+    def evaluate(self, population):
+        raise TypeError("evo.fitness.External is computed outside the engine: run the model with "
+                        "model.ask_tell(population) and tell() it the values, not with evolve()")
+
+    def config(self):
+        return {"maximize": self.maximize}
+
+
 def as_float32(fitness: Fitness, values) -> tf.Tensor:
     """``values`` as float32, or a TypeError for float64, which the cast would round quietly."""
     values = tf.convert_to_tensor(values)

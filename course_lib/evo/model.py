@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from course_lib.evo import engine, rng, sharding
 from course_lib.evo import fitness as fitness_lib
+from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
 from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
 from course_lib.evo.result import Result
@@ -161,6 +162,11 @@ class Model:
         return self._programs[key]
 
     # -- evolve --------------------------------------------------------------------------
+    def ask_tell(self, population=None, *, resume_from=None):
+        """An ask/tell loop (``evo.AskTell``) for a fitness computed outside TensorFlow: ``ask()`` gives
+        the genomes to score, ``tell(values)`` selects; equal to ``evolve`` given the same values."""
+        return AskTell(self, population, resume_from=resume_from)
+
     def evolve(self, population=None, generations: int = 100, *, callbacks=(), batch_size: int | None = None,
                memory_budget: int | None = None, chunk: int | None = None, resume_from=None, strategy=None,
                distribution: str = "global", migration_interval: int = 10, migrants: int = 1) -> Result:
