@@ -268,3 +268,71 @@ def test_ask_tell_misuse_is_a_clear_error():
         search.tell(np.zeros(7))
     with pytest.raises(TypeError, match="computed outside"):
         evo.fitness.External()(np.zeros((2, 3)))
+
+
+# -- save and load -------------------------------------------------------------------------------------------
+
+
+class Negate(evo.ops.Op):
+    """A custom op (registered by being defined): flips every gene of 0/1 genomes."""
+
+    def __init__(self, every: int = 1, name=None):
+        super().__init__(name)
+        self.every = every
+
+    def apply(self, inputs, key, rows):
+        return 1 - rows.take(inputs[0])
+
+
+def test_a_saved_model_loads_and_evolves_bit_identically(tmp_path):
+    x = evo.Input(shape=(24,), dtype="int32")
+    a = evo.ops.BitFlipMutation(rate=0.0123456789)(x)
+    b = evo.ops.TwoPointCrossover(probability=0.7)(Negate(every=2)(x), a)  # two inputs
+    model = evo.Model([x], [a, b], name="two outputs")
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Rank(pressure=1.7, elitism=1),
+                  mode="graph", seed=11, pack=False)
+    model.save(tmp_path / "model.npz")
+    loaded = evo.load_model(tmp_path / "model.npz")
+    assert loaded.signature(16) == model.signature(16) and loaded.name == "two outputs"
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=2)
+    assert_same(loaded.evolve(pop, generations=4), model.evolve(pop, generations=4))
+
+
+def test_a_fitness_holding_data_saves_its_arrays(tmp_path):
+    fitness = evo.fitness.TSP(coordinates=cities(0), loadable=True)
+    model, _ = tsp_model(fitness)
+    fitness.load(coordinates=cities(2))  # the loaded cities are what is saved
+    model.save(tmp_path / "tsp.npz")
+    loaded = evo.load_model(tmp_path / "tsp.npz")
+    np.testing.assert_array_equal(np.asarray(loaded.fitness.distances), np.asarray(fitness.distances))
+    assert loaded.fitness.loadable
+    pop = evo.population.permutations(16, N_CITIES, seed=1)
+    assert_same(loaded.evolve(pop, generations=2), model.evolve(pop, generations=2))
+    knapsack = evo.fitness.Knapsack(weights=[1.0, 2.5], values=[3.0, 1.0], capacity=2.0)
+    again = evo.fitness.Knapsack.from_config(knapsack.get_config())
+    assert again.get_config()["penalty"] == knapsack.penalty
+    np.testing.assert_array_equal(again.get_config()["weights"], [1.0, 2.5])
+
+
+def test_loading_what_is_not_a_model_or_names_an_unknown_op_is_a_clear_error(tmp_path):
+    np.savez(tmp_path / "other.npz", population=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="not a model saved by model.save"):
+        evo.load_model(tmp_path / "other.npz")
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ValueError, match="not a model saved by model.save"):
+        evo.load_model(tmp_path / "text.npz")
+    x = evo.Input(shape=(4,), dtype="int32")
+    model = evo.Model(x, Negate()(x))
+    model.save(tmp_path / "custom.npz")
+    from course_lib.evo.ops.base import REGISTRY
+
+    del REGISTRY["Negate"]  # as in a process that never defined it
+    try:
+        with pytest.raises(ValueError, match="uses the op 'Negate', which is not registered"):
+            evo.load_model(tmp_path / "custom.npz")
+    finally:
+        REGISTRY["Negate"] = Negate
+    model.compile(fitness=evo.fitness.Function(lambda p: tf.reduce_sum(p, 1), maximize=True),
+                  selection=evo.selection.Tournament(size=2))
+    with pytest.raises(TypeError, match="Function cannot be saved.*subclass"):
+        model.save(tmp_path / "function.npz")

@@ -15,12 +15,13 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import bitpack
+from course_lib.evo.config import Configurable
 from course_lib.evo.fastmath import cos_2pi
 from course_lib.evo.fusion import per_element
 from course_lib.evo.symbolic import GenomeSpec, check_binary
 
 
-class Fitness:
+class Fitness(Configurable):
     """Base class: subclasses set ``maximize`` and define ``evaluate``.
 
     A fitness that draws new conditions every generation (fresh episodes of a control task) sets
@@ -219,6 +220,10 @@ class TSP(Fitness):
     def config(self):
         return {"cities": self.n}
 
+    def get_config(self):
+        """The distance matrix (n, n) as the program holds it (float32), and ``loadable``."""
+        return {"distances": np.asarray(self.distances).reshape(self.n, self.n), "loadable": self.loadable}
+
 
 class Knapsack(Fitness):
     """0/1 knapsack: total value, minus ``penalty`` per unit of weight over ``capacity`` (maximise).
@@ -261,6 +266,12 @@ class Knapsack(Fitness):
         if self.loadable:  # the instance can change under a compiled model: only its size is fixed
             return {"items": self.n}
         return {"items": self.n, "capacity": self.capacity, "penalty": self.penalty}
+
+    def get_config(self):
+        """The instance as the program holds it now (after any ``load``), and ``loadable``."""
+        return {"weights": np.asarray(self.weights), "values": np.asarray(self.values),
+                "capacity": float(np.asarray(self.capacity)), "penalty": float(np.asarray(self.penalty)),
+                "loadable": self.loadable}
 
 
 def _hold(fitness: Fitness, loadable: bool, *names: str) -> bool:

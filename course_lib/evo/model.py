@@ -14,6 +14,7 @@ from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
 from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
+from course_lib.evo.ops.base import Op
 from course_lib.evo.result import Result
 from course_lib.evo.selection import Selection
 from course_lib.evo.symbolic import SymbolicTensor, topological_order
@@ -161,6 +162,14 @@ class Model:
             self._programs[key] = build()
         return self._programs[key]
 
+    # -- saving --------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the graph, every op's config and (once compiled) fitness, selection, mode and seed to
+        ``path`` (an .npz file); ``evo.load_model(path)`` rebuilds it (see ``evo.saving``)."""
+        from course_lib.evo import saving  # saving builds models: it imports this module
+
+        saving.save_model(self, path)
+
     # -- evolve --------------------------------------------------------------------------
     def ask_tell(self, population=None, *, resume_from=None):
         """An ask/tell loop (``evo.AskTell``) for a fitness computed outside TensorFlow: ``ask()`` gives
@@ -202,6 +211,7 @@ def _direction(fitness) -> str:
 
 
 def _exact(part) -> str:
-    """An op's, fitness's or selection's parameters, exactly (``repr`` of floats round-trips)."""
-    config = part.get_config() if hasattr(part, "get_config") else part.config()
+    """An op's parameters exactly (``get_config``: ``repr`` of floats round-trips); a fitness's or
+    selection's as ``config`` shows them."""
+    config = part.get_config() if isinstance(part, Op) else part.config()
     return ", ".join(f"{k}={v!r}" for k, v in sorted(config.items()))

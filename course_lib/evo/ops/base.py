@@ -13,7 +13,6 @@ op tests all read that one table.
 from __future__ import annotations
 
 import collections
-import inspect
 import re
 import secrets
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import rng
+from course_lib.evo.config import constructor_config
 from course_lib.evo.fusion import materialize
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_binary, check_gene_dtype, connect
@@ -149,19 +149,17 @@ class Op:
     def get_config(self) -> dict:
         """The constructor's arguments, exact, so that ``type(op)(**op.get_config())`` is the same op.
 
-        What a checkpoint compares to recognise its model (``repr`` rounds). ``name`` is left out: it
-        does not change the children and is numbered per process. Each value is read from the
-        attribute named as the parameter; an op that stores a parameter otherwise overrides this.
+        What a checkpoint compares to recognise its model (``repr`` rounds) and what ``Model.save``
+        writes. ``name`` is left out: it does not change the children and is numbered per process.
+        Each value is read from the attribute named as the parameter; an op that stores a parameter
+        otherwise overrides this.
         """
-        out = {}
-        for p in list(inspect.signature(type(self).__init__).parameters.values())[1:]:
-            if p.name == "name" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            if not hasattr(self, p.name):
-                raise TypeError(f"{type(self).__name__}.get_config: the constructor parameter {p.name!r} is not "
-                                f"stored as self.{p.name}; store it so, or override get_config")
-            out[p.name] = getattr(self, p.name)
-        return out
+        return constructor_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Op":
+        """The op ``get_config`` describes (``evo.load_model`` calls it)."""
+        return cls(**config)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={_fmt(v)}" for k, v in self.config().items())
