@@ -336,3 +336,49 @@ def test_loading_what_is_not_a_model_or_names_an_unknown_op_is_a_clear_error(tmp
                   selection=evo.selection.Tournament(size=2))
     with pytest.raises(TypeError, match="Function cannot be saved.*subclass"):
         model.save(tmp_path / "function.npz")
+
+
+# -- no false alarm --------------------------------------------------------------------------------------------
+
+
+def test_ten_models_in_a_loop_print_no_retracing_warning():
+    records = []
+
+    class Keep(__import__("logging").Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = tf.get_logger()
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        for seed in range(10):
+            model = onemax_model()
+            model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph",
+                          seed=seed)
+            model.evolve(evo.population.random_integers((8, 24), 0, 2, seed=seed), generations=2)
+    finally:
+        logger.removeHandler(handler)
+    assert not [r for r in records if "retracing" in r], records
+
+
+# -- docs/engine.md: the examples of these sections run ------------------------------------------------------
+
+DOC_SECTIONS = ("## Ask/tell: a fitness computed outside TensorFlow", "## Saving and loading a model")
+
+
+def doc_examples():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "engine.md").read_text()
+    blocks = []
+    for heading in DOC_SECTIONS:
+        assert heading in text, f"docs/engine.md lost its section {heading!r}"
+        section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+        blocks += [(heading, b.split("```", 1)[0]) for b in section.split("```python\n")[1:]]
+    return blocks
+
+
+@pytest.mark.parametrize("heading, code", doc_examples(), ids=lambda v: v[3:30] if v.startswith("##") else "code")
+def test_docs_example_runs(heading, code):
+    exec(compile(code, f"docs/engine.md {heading}", "exec"), {})
