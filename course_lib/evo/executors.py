@@ -15,6 +15,7 @@ and its name to ``MODES``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -31,8 +32,15 @@ MODES = (*COMPILERS, "auto")
 
 
 def compiler(model, mode: str):
-    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator."""
-    return lambda f: COMPILERS[mode](rng.with_generator(model.generator, f))
+    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator.
+
+    Each program's function is its own ``functools.partial``: TensorFlow counts traces per Python
+    function (its code object), so programs of several models, each traced once, would otherwise
+    add up to its "triggered tf.function retracing ... creating @tf.function repeatedly in a loop"
+    warning in any sweep; a partial is counted by itself, so the warning still fires for one
+    program that really retraces.
+    """
+    return lambda f: COMPILERS[mode](functools.partial(rng.with_generator(model.generator, f)))
 
 STATS = ("best", "mean", "std")
 NO_PATIENCE = np.iinfo(np.int32).max
