@@ -382,3 +382,38 @@ def doc_examples():
 @pytest.mark.parametrize("heading, code", doc_examples(), ids=lambda v: v[3:30] if v.startswith("##") else "code")
 def test_docs_example_runs(heading, code):
     exec(compile(code, f"docs/engine.md {heading}", "exec"), {})
+
+
+# -- results, budgets, TensorBoard -----------------------------------------------------------------------------
+
+
+def test_result_counts_evaluations_generations_and_times_and_a_budget_stops_the_run(tmp_path):
+    model = onemax_model()  # one output: 16 children per generation
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    result = model.evolve(pop, generations=5)
+    assert (result.generations_run, result.evaluations) == (5, 16 + 5 * 16)
+    assert result.wall_time_s >= result.compile_time_s > 0
+    again = model.evolve(pop, generations=5)
+    assert again.compile_time_s == 0  # the same program: nothing traced
+    budget = evo.callbacks.EarlyStopping(max_evaluations=16 + 3 * 16 + 10)
+    cut = model.evolve(pop, generations=50, callbacks=[budget])
+    assert (cut.generations, cut.evaluations, cut.stopped_early) == (3, 64, True)
+    assert budget.stopped_generation == 3
+    assert cut.history == {k: v[:3] for k, v in result.history.items()}
+    with pytest.raises(ValueError, match="less than the 16 evaluations of the first population"):
+        model.evolve(pop, generations=5, callbacks=[evo.callbacks.EarlyStopping(max_evaluations=10)])
+
+
+def test_tensorboard_writes_the_history_as_scalars(tmp_path):
+    model = onemax_model()
+    board = evo.callbacks.TensorBoard(tmp_path / "logs")
+    result = model.evolve(evo.population.random_integers((16, 24), 0, 2, seed=1), generations=6, chunk=4,
+                          callbacks=[board])
+    written = {}
+    for event_file in (tmp_path / "logs").iterdir():
+        for record in tf.data.TFRecordDataset(str(event_file)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                written[(value.tag, event.step)] = float(tf.make_ndarray(value.tensor))
+    for name, values in result.history.items():
+        assert [written[(name, g + 1)] for g in range(6)] == pytest.approx(values, rel=1e-6)

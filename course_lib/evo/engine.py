@@ -17,6 +17,7 @@ a way of distributing is a ``sharding.Policy``; a mode is an entry of
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -261,37 +262,78 @@ class Run:
                       front=front)
 
 
+def evaluations_per_generation(model, n: int) -> int:
+    """Fitness evaluations one generation of ``n`` individuals makes: every output's children, and the
+    parents again for a ``per_generation`` fitness (scored on the generation's draw)."""
+    return n * len(model.outputs) + (n if model.fitness.per_generation else 0)
+
+
+def budget_generation(callbacks, model, n: int, generation: int, generations: int) -> int:
+    """The generation at which an ``EarlyStopping(max_evaluations=)`` budget ends the run (counting the
+    first population's evaluations and this call's generations), or ``generations`` without one."""
+    budgets = [c.max_evaluations for c in callbacks
+               if isinstance(c, cb_lib.EarlyStopping) and c.max_evaluations is not None]
+    if not budgets:
+        return generations
+    if budgets[0] < n:
+        raise ValueError(f"max_evaluations={budgets[0]} is less than the {n} evaluations of the first population; "
+                         "raise it or use a smaller population")
+    return min(generations, generation + (budgets[0] - n) // evaluations_per_generation(model, n))
+
+
+class Timed:
+    """Calls to a program, timed: the wall time of those that traced (and under XLA compiled) one."""
+
+    def __init__(self, model):
+        self.model, self.compile_s = model, 0.0
+
+    def __call__(self, fn, *args):
+        traces, start = self.model.trace_count, time.perf_counter()
+        out = fn(*args)
+        if self.model.trace_count > traces:
+            self.compile_s += time.perf_counter() - start
+        return out
+
+
 def evolve(model, executor, population_=None, generations: int = 100, *, callbacks=(), batch_size=None,
            memory_budget=None, chunk: int | None = None, resume_from=None) -> Result:
     """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
+    began = time.perf_counter()
     setup = prepare(model, executor, population_, generations, callbacks=callbacks, batch_size=batch_size,
                     memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
     prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch,
                             capacity(setup.chunk))
+    timed, n = Timed(model), setup.genes.shape[0]
     generation, history = 0, {k: [] for k in STATS}
     if setup.checkpoint is not None:
-        state = prog.restore(setup.genes, setup.checkpoint)
+        state = timed(prog.restore, setup.genes, setup.checkpoint)
         generation = int(setup.checkpoint["generation"])
         history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(STATS)}
     else:
-        state = prog.start(setup.genes)
+        state = timed(prog.start, setup.genes)
+    first = generation
     run = Run(model, executor, prog, state, generation, setup.generations, history)
     callbacks = setup.callbacks
+    last = budget_generation(callbacks, model, n, generation, setup.generations)
     for c in callbacks:
         c.on_evolve_begin(run)
     target, patience = limits(callbacks, 1.0 if model.fitness.maximize else -1.0)
     every = [c.every for c in callbacks if c.every]
-    while run.generation < setup.generations and not run.stop:
+    while run.generation < last and not run.stop:
         g = run.generation
-        end = min([setup.generations, g + setup.chunk] + [(g // e + 1) * e for e in every])
-        run.state, rows, stopped = prog.run(run.state, g, end - g, target, patience)
+        end = min([last, g + setup.chunk] + [(g // e + 1) * e for e in every])
+        run.state, rows, stopped = timed(prog.run, run.state, g, end - g, target, patience)
         for k, column in zip(STATS, rows.T):
             run.history[k].extend(column.tolist())
         run.generation = g + len(rows)
-        run.stop = run.stopped_early = stopped
+        budget_spent = last < setup.generations and run.generation >= last
+        run.stop = run.stopped_early = stopped or budget_spent
         for c in callbacks:
             c.on_chunk_end(run)
     for c in callbacks:
         c.on_evolve_end(run)
     model.history = run.history
-    return run.result()
+    ran = run.generation - first
+    return dataclasses.replace(run.result(), generations_run=ran,
+                               evaluations=n + ran * evaluations_per_generation(model, n),
+                               wall_time_s=time.perf_counter() - began, compile_time_s=timed.compile_s)
