@@ -417,3 +417,25 @@ def test_tensorboard_writes_the_history_as_scalars(tmp_path):
                 written[(value.tag, event.step)] = float(tf.make_ndarray(value.tensor))
     for name, values in result.history.items():
         assert [written[(name, g + 1)] for g in range(6)] == pytest.approx(values, rel=1e-6)
+
+
+# -- runtime parameters ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+def test_another_seed_does_not_retrace(mode):
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    fitness, selection = evo.fitness.OneMax(), evo.selection.Tournament(size=2)
+    model = onemax_model()
+    results = {}
+    for seed in (0, 1, 2, 1):
+        model.compile(fitness=fitness, selection=selection, mode=mode, seed=seed)
+        results.setdefault(seed, []).append(model.evolve(pop, generations=4))
+        if seed == 0:
+            traces = model.trace_count
+    assert model.trace_count == traces  # one trace per program, across seeds
+    assert not np.array_equal(results[0][0].population, results[2][0].population)
+    assert_same(results[1][0], results[1][1])
+    fresh = onemax_model()
+    fresh.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode=mode, seed=2)
+    assert_same(fresh.evolve(pop, generations=4), results[2][0])

@@ -94,8 +94,13 @@ class Generation:
         self.sign = 1.0 if model.fitness.maximize else -1.0
         # what selection and migration rank by: per objective for a MultiObjective fitness
         self.signs = model.fitness.signs if model.fitness.width else self.sign
-        self.root = rng.key(model.seed)
         self.factor = pool_size(model, 1)  # pool rows per parent
+
+    @property
+    def root(self) -> tf.Tensor:
+        """The seed's root key, read from the model's variable where the program runs, so that another
+        seed (``compile`` again) needs no retrace."""
+        return tf.bitcast(self.model.seed_key.read_value(), tf.uint32)
 
     def traced(self) -> None:
         """Count a trace on the model (Python runs a compiled body only while tracing)."""

@@ -9,6 +9,8 @@ identity for checkpoints (``signature``).
 
 from __future__ import annotations
 
+import tensorflow as tf
+
 from course_lib.evo import engine, rng, sharding
 from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.ask_tell import AskTell
@@ -55,13 +57,20 @@ class Model:
         self.outputs, self.name = outs, name
         self.nodes = topological_order(self.input, outs)
         self.trace_count = 0
-        self.fitness = self.selection = None
+        self.fitness = self.selection = self.seed_key = None
+        self.mode = self.pack = self.generator = None
         self.history: dict[str, list[float]] = {}
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
                 maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
         """Set fitness, selection, mode ('eager', 'graph', 'xla' or 'auto') and seed.
+
+        Compiling again with the same fitness and selection objects, mode, packing and generator
+        and another seed keeps the compiled programs: the seed is read from a variable when a
+        program runs, so it does not retrace. Every other knob (an op's rate or probability,
+        tournament size, elitism, population size, batch size, mode) is a constant of the program or
+        fixes a shape: changing it compiles again.
 
         ``pack``: 'auto' packs 0/1 genomes into uint32 words when every op supports it;
         False never packs; True requires packing. ``generator``: the random words' generator,
@@ -81,11 +90,20 @@ class Model:
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
         for node in self.nodes:
             node.op.attach(fit)
+        # only the seed changed: the compiled programs stay (they read the seed's key from a variable)
+        same = self.fitness is fit and self.selection is selection and (self.mode, self.pack, self.generator) == (
+            mode, pack, generator)
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
         self.generator = generator
-        self.chosen_mode = None if mode == "auto" else mode
-        self.mode_timings: dict[str, float] = {}
-        self._programs: dict[tuple, object] = {}
+        root = tf.bitcast(rng.key(seed), tf.int32)  # int32: a variable dtype every device holds
+        if self.seed_key is None:
+            self.seed_key = tf.Variable(root, trainable=False, name="seed_key")
+        else:
+            self.seed_key.assign(root)
+        if not same:
+            self.chosen_mode = None if mode == "auto" else mode
+            self.mode_timings: dict[str, float] = {}
+            self._programs: dict[tuple, object] = {}
 
     def _require_compiled(self) -> None:
         if self.fitness is None:
