@@ -136,8 +136,13 @@ def test_packed_equals_unpacked():
     plain = onemax(70, mode="graph", pack=False).evolve(pop, generations=15)
     assert fast.packed and not plain.packed
     assert_same(fast, plain)
-    counts = onemax(70, mode="graph").evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
+    inputs = evo.Input(shape=(70,), dtype="int32")
+    crossing = evo.Model(inputs, evo.ops.UniformCrossover()(inputs))  # packable, and takes any integers
+    crossing.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph")
+    counts = crossing.evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
     assert not counts.packed  # genes other than 0/1: the same model runs unpacked
+    with pytest.raises(ValueError, match="bit_flip_mutation.* needs genes that are 0 or 1"):
+        onemax(70, mode="graph").evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
 
 
 def test_chunks_do_not_change_the_result():
@@ -361,9 +366,10 @@ def test_compile_errors():
         model.compile(fitness=evo.fitness.OneMax(), selection="tournament")
     with pytest.raises(ValueError, match="contradicts"):
         model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), maximize=False)
+    crossing = evo.Model(inputs, evo.ops.UniformCrossover()(inputs))  # packable, and takes any integers
     with pytest.raises(ValueError, match="pack=True, but the population has genes other than 0 and 1"):
-        model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="graph", pack=True)
-        model.evolve(evo.population.random_integers((4, 8), 0, 3), generations=1)
+        crossing.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="graph", pack=True)
+        crossing.evolve(evo.population.random_integers((4, 8), 0, 3), generations=1)
 
 
 def test_selection_errors(compiled):
