@@ -88,8 +88,11 @@ class Generation:
     plain one.
     """
 
-    def __init__(self, model, packed: bool, rows: int, batch: int | None):
+    def __init__(self, model, packed: bool, rows: int, batch: int | None, seed_input: bool = True):
         self.model, self.packed, self.rows, self.batch = model, packed, rows, batch
+        # seed_input=False: the seed's key is a constant of the program (replicas on other devices cannot
+        # read the model's variable under XLA), so the program's key must name the seed
+        self.fixed_root = None if seed_input else rng.key(model.seed)
         self.spec = model.input.spec
         self.sign = 1.0 if model.fitness.maximize else -1.0
         # what selection and migration rank by: per objective for a MultiObjective fitness
@@ -100,6 +103,8 @@ class Generation:
     def root(self) -> tf.Tensor:
         """The seed's root key, read from the model's variable where the program runs, so that another
         seed (``compile`` again) needs no retrace."""
+        if self.fixed_root is not None:
+            return self.fixed_root
         return tf.bitcast(self.model.seed_key.read_value(), tf.uint32)
 
     def traced(self) -> None:

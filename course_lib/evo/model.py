@@ -68,7 +68,8 @@ class Model:
 
         Compiling again with the same fitness and selection objects, mode, packing and generator
         and another seed keeps the compiled programs: the seed is read from a variable when a
-        program runs, so it does not retrace. Every other knob (an op's rate or probability,
+        program runs, so it does not retrace (on one device and in ask/tell; a program sharded under
+        ``strategy=`` holds the seed as a constant). Every other knob (an op's rate or probability,
         tournament size, elitism, population size, batch size, mode) is a constant of the program or
         fixes a shape: changing it compiles again.
 

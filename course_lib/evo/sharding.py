@@ -323,7 +323,8 @@ class Replicated:
         return "graph" if mode == "eager" else mode
 
     def program(self, model, mode, packed, n, batch, chunk):
-        key = ("replicated", self.strategy, self.policy.key(), mode, packed, n, batch, chunk)
+        # the seed is a constant of a replicated program (see Generation's seed_input): part of its key
+        key = ("replicated", self.strategy, self.policy.key(), mode, packed, n, batch, chunk, model.seed)
         return model.program(key, lambda: ReplicatedProgram(model, self.strategy, self.policy, mode, packed, n,
                                                             batch, chunk))
 
@@ -336,7 +337,7 @@ class ReplicaWork:
     """
 
     def __init__(self, model, mode, packed, shard, batch):
-        self.gen = Generation(model, packed, shard, batch)
+        self.gen = Generation(model, packed, shard, batch, seed_input=False)
         wrap = compiler(model, mode)
         self.start, self.children = wrap(self.gen.start), wrap(self._children)
         self.select, self.islands = wrap(self._select), wrap(self._islands)
@@ -369,7 +370,7 @@ class ReplicatedProgram:
         self.strategy, self.policy = strategy, policy
         self.mode, self.packed, self.chunk = mode, packed, chunk
         self.replicas = strategy.num_replicas_in_sync
-        self.work = model.program(("replica", mode, packed, n // self.replicas, batch),
+        self.work = model.program(("replica", mode, packed, n // self.replicas, batch, model.seed),
                                   lambda: ReplicaWork(model, mode, packed, n // self.replicas, batch))
         self.gen = self.work.gen
         # all replicas in this process: share by concatenating, no collective ops
