@@ -55,15 +55,7 @@ class AskTell:
                              "scores genomes outside it: compile with evo.fitness.External(maximize=...) and "
                              "draw your conditions where you compute the values")
         model.bind()
-        saved = None
-        if resume_from is not None:
-            if population is not None:
-                raise ValueError("pass population or resume_from, not both: the saved state holds the population")
-            saved = cb_lib.load_checkpoint(resume_from)
-            population = saved["population"]
-        elif population is None:
-            raise ValueError("ask/tell needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
-                             "or resume_from=<a path written by save>")
+        population, saved = engine.starting_point("ask/tell", population, resume_from)
         genes = engine.checked_population(model, population)
         model.selection.check(pool_size(model, genes.shape[0]), genes.shape[0])
         self.model, self.n = model, genes.shape[0]
@@ -151,9 +143,7 @@ class AskTell:
     def state(self) -> dict:
         """Everything needed to continue exactly (NumPy arrays, for ``np.savez``); the model's identity
         (``Model.signature``) is checked on resume."""
-        state = self._require_told()
-        if self._asked is not None and self.generation == 0:
-            raise RuntimeError("save after tell(): the first population is not scored yet")
+        state = self._require_told()  # children asked and not told yet are drawn again on resume
         return {"population": state.population.numpy(), "fitness": state.fitness.numpy(),
                 "best": state.best.numpy(), "best_fitness": np.float32(state.best_fitness),
                 "stale": np.int32(state.stale), "generation": np.int64(self.generation),

@@ -146,6 +146,19 @@ def limits(callbacks, sign: float) -> tuple[tf.Tensor, tf.Tensor]:
     return target, patience
 
 
+def starting_point(needs: str, population, resume_from) -> tuple[object, dict | None]:
+    """(the population to start from, the checkpoint it was read from or None), or a clear error."""
+    if resume_from is None:
+        if population is None:
+            raise ValueError(f"{needs} needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
+                             "or resume_from=<checkpoint path>")
+        return population, None
+    if population is not None:
+        raise ValueError("pass population or resume_from, not both: the checkpoint holds the population")
+    checkpoint = cb_lib.load_checkpoint(resume_from)
+    return checkpoint["population"], checkpoint
+
+
 @dataclass
 class Prepared:
     """A run, checked and decided once: what the loop needs."""
@@ -169,20 +182,13 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
         if not isinstance(c, cb_lib.Callback):
             raise TypeError(f"callbacks must be evo.callbacks.Callback instances, got {type(c).__name__}")
     chunk = default_chunk(callbacks) if chunk is None else whole("chunk", chunk, 1)
-    checkpoint = None
-    if resume_from is not None:
-        if population_ is not None:
-            raise ValueError("pass population or resume_from, not both: the checkpoint holds the population")
-        checkpoint = cb_lib.load_checkpoint(resume_from)
-        population_ = checkpoint["population"]
+    population_, checkpoint = starting_point("evolve", population_, resume_from)
+    if checkpoint is not None:
         saved = int(checkpoint["generation"])
         if generations < saved:
             raise ValueError(f"the checkpoint is at generation {saved}, past generations={generations}: when "
                              "resuming, generations counts from the original start, not from the checkpoint; "
                              f"pass generations={saved + generations} for {generations} more")
-    elif population_ is None:
-        raise ValueError("evolve needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
-                         "or resume_from=<checkpoint path>")
     genes = checked_population(model, population_)
     n = genes.shape[0]
     rows = executor.rows(n)
