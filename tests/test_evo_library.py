@@ -365,7 +365,7 @@ def test_ten_models_in_a_loop_print_no_retracing_warning():
 # -- docs/engine.md: the examples of these sections run ------------------------------------------------------
 
 DOC_SECTIONS = ("## Ask/tell: a fitness computed outside TensorFlow", "## Saving and loading a model",
-                "## Runtime parameters", "## Results, budgets and TensorBoard")
+                "## Runtime parameters", "## Metrics, results, budgets and TensorBoard")
 
 
 def doc_examples():
@@ -440,3 +440,26 @@ def test_another_seed_does_not_retrace(mode):
     fresh = onemax_model()
     fresh.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode=mode, seed=2)
     assert_same(fresh.evolve(pop, generations=4), results[2][0])
+
+
+# -- metrics ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pack", ["auto", False])
+def test_metrics_are_compiled_into_the_loop_and_recorded(pack, tmp_path):
+    metrics = {"ones": lambda pop, fit: tf.reduce_sum(tf.cast(pop, tf.float32)),
+               "worst": lambda pop, fit: tf.reduce_min(fit)}
+    model = onemax_model(pack)
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph", seed=5,
+                  pack=pack, metrics=metrics)
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    result = model.evolve(pop, generations=5, chunk=2)
+    assert list(result.history) == ["best", "mean", "std", "ones", "worst"]
+    assert result.history["ones"][-1] == result.population.sum()
+    assert result.history["worst"][-1] == result.fitness.min()
+    plain = onemax_model(pack).evolve(pop, generations=5)
+    assert {k: result.history[k] for k in ("best", "mean", "std")} == plain.history
+    search = run_ask_tell(model.ask_tell(pop), lambda g: g.sum(axis=1).astype(np.float32), 5)
+    assert search.history == result.history
+    with pytest.raises(ValueError, match="metrics maps new names"):
+        model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), metrics={"best": len})

@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import engine, pareto
-from course_lib.evo.executors import STATS, Generation, State, compiler, pool_size
+from course_lib.evo.executors import Generation, State, compiler, pool_size
 from course_lib.evo.result import Result
 
 EXECUTOR = "ask/tell"
@@ -61,7 +61,7 @@ class AskTell:
         self.model, self.n = model, genes.shape[0]
         self.mode = model.chosen_mode or ("graph" if model.mode == "auto" else model.mode)
         self._program = model.program((EXECUTOR, self.mode, self.n), lambda: _Program(model, self.mode, self.n))
-        self.generation, self.history = 0, {k: [] for k in STATS}
+        self.generation, self.history = 0, {k: [] for k in model.history_keys()}
         self._genes, self._state, self._asked = genes, None, None
         if saved is not None:
             self._restore(saved)
@@ -86,7 +86,7 @@ class AskTell:
         else:
             self._state, row = self._program.settle(self._state, self._asked, values,
                                                     tf.constant(self.generation + 1))
-            for k, v in zip(STATS, row.numpy().tolist()):
+            for k, v in zip(self.model.history_keys(), row.numpy().tolist()):
                 self.history[k].append(v)
             self.generation += 1
         self._asked = None
@@ -144,10 +144,11 @@ class AskTell:
         """Everything needed to continue exactly (NumPy arrays, for ``np.savez``); the model's identity
         (``Model.signature``) is checked on resume."""
         state = self._require_told()  # children asked and not told yet are drawn again on resume
+        keys = self.model.history_keys()
         return {"population": state.population.numpy(), "fitness": state.fitness.numpy(),
                 "best": state.best.numpy(), "best_fitness": np.float32(state.best_fitness),
                 "stale": np.int32(state.stale), "generation": np.int64(self.generation),
-                "history": np.array([self.history[k] for k in STATS], np.float64).reshape(len(STATS), -1),
+                "history": np.array([self.history[k] for k in keys], np.float64).reshape(len(keys), -1),
                 "signature": np.str_(self.model.signature(self.n, EXECUTOR)), "mode": np.str_(self.mode)}
 
     def save(self, path) -> None:
@@ -163,7 +164,7 @@ class AskTell:
         self._state = State(self._genes, tf.constant(saved["fitness"]), tf.constant(saved["best"]),
                             tf.constant(saved["best_fitness"], tf.float32), tf.constant(saved["stale"], tf.int32))
         self.generation = int(saved["generation"])
-        self.history = {k: saved["history"][i].tolist() for i, k in enumerate(STATS)}
+        self.history = {k: saved["history"][i].tolist() for i, k in enumerate(self.model.history_keys())}
 
 
 class _Program:

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from course_lib.evo import bitpack, pareto
 from course_lib.evo import callbacks as cb_lib
-from course_lib.evo.executors import STATS, OneDevice, no_limits
+from course_lib.evo.executors import OneDevice, no_limits
 from course_lib.evo.result import Result
 from course_lib.evo.symbolic import check_binary
 from course_lib.evo.validation import whole
@@ -251,10 +251,11 @@ class Run:
     def snapshot(self) -> dict:
         """Everything needed to resume exactly (NumPy arrays, for ``np.savez``)."""
         arrays = self.program.arrays(self.state)
+        keys = self.model.history_keys()
         del arrays["fitness"]  # recomputed from the population on resume
         n = arrays["population"].shape[0]
         return {**arrays, "generation": np.int64(self.generation),
-                "history": np.array([self.history[k] for k in STATS], np.float64).reshape(len(STATS), -1),
+                "history": np.array([self.history[k] for k in keys], np.float64).reshape(len(keys), -1),
                 "mode": np.str_(self.program.mode),
                 "signature": np.str_(self.model.signature(n, self.executor.describe()))}
 
@@ -310,11 +311,12 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
     prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch,
                             capacity(setup.chunk))
     timed, n = Timed(model), setup.genes.shape[0]
-    generation, history = 0, {k: [] for k in STATS}
+    keys = model.history_keys()
+    generation, history = 0, {k: [] for k in keys}
     if setup.checkpoint is not None:
         state = timed(prog.restore, setup.genes, setup.checkpoint)
         generation = int(setup.checkpoint["generation"])
-        history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(STATS)}
+        history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(keys)}
     else:
         state = timed(prog.start, setup.genes)
     first = generation
@@ -329,7 +331,7 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
         g = run.generation
         end = min([last, g + setup.chunk] + [(g // e + 1) * e for e in every])
         run.state, rows, stopped = timed(prog.run, run.state, g, end - g, target, patience)
-        for k, column in zip(STATS, rows.T):
+        for k, column in zip(keys, rows.T):
             run.history[k].extend(column.tolist())
         run.generation = g + len(rows)
         budget_spent = last < setup.generations and run.generation >= last

@@ -219,7 +219,15 @@ class Generation:
         better = score(judged, self.sign) > score(state.best_fitness, self.sign)
         state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, judged, state.best_fitness),
                       tf.where(better, 0, state.stale + 1))
-        return state, row
+        return state, self.measured(row, pop, fit)
+
+    def measured(self, row: tf.Tensor, pop: tf.Tensor, fit: tf.Tensor) -> tf.Tensor:
+        """``row`` followed by the model's metrics (``compile(metrics=)``) of the population and its fitness."""
+        if not self.model.metrics:
+            return row
+        genes = self.unpack(pop)
+        values = [tf.reshape(tf.cast(fn(genes, fit), tf.float32), ()) for fn in self.model.metrics.values()]
+        return tf.concat([row, tf.stack(values)], 0)
 
     def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One generation's pool, its fitness, and the pool rows selection keeps."""
@@ -395,7 +403,7 @@ class OneDeviceProgram:
         i, state, hist = self.gen.loop(
             state, generation, lambda i, s: (i < count) & ~self.gen.finished(s.best_fitness, s.stale, target, patience),
             lambda hist, i, state, row: tf.tensor_scatter_nd_update(hist, [[i]], row[None]),
-            tf.zeros((self.chunk, len(STATS))))
+            tf.zeros((self.chunk, len(STATS) + len(self.gen.model.metrics))))
         unpacked = self._finish_fn(state.population, state.best) if self.packed else ()
         return state, i, hist, self.gen.finished(state.best_fitness, state.stale, target, patience), unpacked
 

@@ -15,7 +15,7 @@ from course_lib.evo import engine, rng, sharding
 from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
-from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
+from course_lib.evo.executors import MODES, STATS, OneDevice
 from course_lib.evo.ops.base import Op
 from course_lib.evo.result import Result
 from course_lib.evo.selection import Selection
@@ -59,11 +59,12 @@ class Model:
         self.trace_count = 0
         self.fitness = self.selection = self.seed_key = None
         self.mode = self.pack = self.generator = None
+        self.metrics: dict = {}
         self.history: dict[str, list[float]] = {}
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
-                maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
+                maximize: bool | None = None, pack="auto", generator: str = "splitmix64", metrics=None) -> None:
         """Set fitness, selection, mode ('eager', 'graph', 'xla' or 'auto') and seed.
 
         Compiling again with the same fitness and selection objects, mode, packing and generator
@@ -72,6 +73,10 @@ class Model:
         ``strategy=`` holds the seed as a constant). Every other knob (an op's rate or probability,
         tournament size, elitism, population size, batch size, mode) is a constant of the program or
         fixes a shape: changing it compiles again.
+
+        ``metrics``: {name: fn(population, fitness) -> scalar}, tensor functions compiled into the loop
+        and recorded in the history after best, mean and std, every generation (population unpacked,
+        fitness in the problem's units, after selection); on one device and in ask/tell.
 
         ``pack``: 'auto' packs 0/1 genomes into uint32 words when every op supports it;
         False never packs; True requires packing. ``generator``: the random words' generator,
@@ -91,9 +96,15 @@ class Model:
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
         for node in self.nodes:
             node.op.attach(fit)
+        metrics = dict(metrics or {})
+        for name, fn in metrics.items():
+            if not isinstance(name, str) or name in STATS or not callable(fn):
+                raise ValueError(f"metrics maps new names (not {', '.join(STATS)}) to functions fn(population, "
+                                 f"fitness) -> scalar; got {name!r}: {fn!r}")
         # only the seed changed: the compiled programs stay (they read the seed's key from a variable)
         same = self.fitness is fit and self.selection is selection and (self.mode, self.pack, self.generator) == (
-            mode, pack, generator)
+            mode, pack, generator) and metrics == self.metrics
+        self.metrics = metrics
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
         self.generator = generator
         root = tf.bitcast(rng.key(seed), tf.int32)  # int32: a variable dtype every device holds
@@ -159,7 +170,12 @@ class Model:
         return "\n".join(ops + [f"children {outputs}; fitness {type(self.fitness).__name__}({_exact(self.fitness)}); "
                                 f"selection {type(self.selection).__name__}({_exact(self.selection)})",
                                 f"input {self.input.spec}; seed {self.seed}; population {n}; {executor}"
+                                + (f"; metrics {list(self.metrics)}" if self.metrics else "")
                                 + ("" if self.generator == rng.GENERATORS[0] else f"; words {self.generator}")])
+
+    def history_keys(self) -> tuple[str, ...]:
+        """The history's entries per generation: best, mean, std, then the metrics."""
+        return (*STATS, *self.metrics)
 
     def packable(self) -> bool:
         """Whether to try bit-packing: genes are integers, every op can, and pack is not False."""

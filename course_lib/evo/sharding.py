@@ -314,6 +314,9 @@ class Replicated:
         return shard
 
     def check(self, model, n: int) -> None:
+        if model.metrics:
+            raise ValueError(f"metrics ({', '.join(model.metrics)}) are recorded on one device and in ask/tell, not "
+                             "under strategy=: compile without metrics= for a sharded run")
         self.policy.check(model, n // self.replicas, self.replicas)
 
     def mode(self, model, mode: str) -> str:
