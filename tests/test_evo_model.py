@@ -402,7 +402,7 @@ def test_run_options_errors(compiled, tmp_path):
         compiled.evolve(generations=1, resume_from=tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="at most one EarlyStopping"):
         compiled.evolve(pop, generations=1, callbacks=[evo.callbacks.EarlyStopping(1), evo.callbacks.EarlyStopping(2)])
-    with pytest.raises(ValueError, match="needs target= .* and/or patience="):
+    with pytest.raises(ValueError, match="needs target= .* patience= .* and/or max_evaluations="):
         evo.callbacks.EarlyStopping()
     with pytest.raises(ValueError, match="every must be a whole number"):
         evo.callbacks.Checkpoint(tmp_path / "c.npz", every=0)
