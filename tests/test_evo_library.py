@@ -356,7 +356,7 @@ def test_ten_models_in_a_loop_print_no_retracing_warning():
             model = onemax_model()
             model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph",
                           seed=seed)
-            model.evolve(evo.population.random_integers((8, 24), 0, 2, seed=seed), generations=2)
+            model.evolve(evo.population.random_integers((8 + 2 * seed, 24), 0, 2, seed=seed), generations=2)
     finally:
         logger.removeHandler(handler)
     assert not [r for r in records if "retracing" in r], records
