@@ -136,8 +136,13 @@ def test_packed_equals_unpacked():
     plain = onemax(70, mode="graph", pack=False).evolve(pop, generations=15)
     assert fast.packed and not plain.packed
     assert_same(fast, plain)
-    counts = onemax(70, mode="graph").evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
+    inputs = evo.Input(shape=(70,), dtype="int32")
+    crossing = evo.Model(inputs, evo.ops.UniformCrossover()(inputs))  # packable, and takes any integers
+    crossing.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph")
+    counts = crossing.evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
     assert not counts.packed  # genes other than 0/1: the same model runs unpacked
+    with pytest.raises(ValueError, match="bit_flip_mutation.* needs genes that are 0 or 1"):
+        onemax(70, mode="graph").evolve(evo.population.random_integers((8, 70), 0, 3), generations=2)
 
 
 def test_chunks_do_not_change_the_result():
@@ -361,9 +366,10 @@ def test_compile_errors():
         model.compile(fitness=evo.fitness.OneMax(), selection="tournament")
     with pytest.raises(ValueError, match="contradicts"):
         model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), maximize=False)
+    crossing = evo.Model(inputs, evo.ops.UniformCrossover()(inputs))  # packable, and takes any integers
     with pytest.raises(ValueError, match="pack=True, but the population has genes other than 0 and 1"):
-        model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="graph", pack=True)
-        model.evolve(evo.population.random_integers((4, 8), 0, 3), generations=1)
+        crossing.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="graph", pack=True)
+        crossing.evolve(evo.population.random_integers((4, 8), 0, 3), generations=1)
 
 
 def test_selection_errors(compiled):
@@ -396,7 +402,7 @@ def test_run_options_errors(compiled, tmp_path):
         compiled.evolve(generations=1, resume_from=tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="at most one EarlyStopping"):
         compiled.evolve(pop, generations=1, callbacks=[evo.callbacks.EarlyStopping(1), evo.callbacks.EarlyStopping(2)])
-    with pytest.raises(ValueError, match="needs target= .* and/or patience="):
+    with pytest.raises(ValueError, match="needs target= .* patience= .* and/or max_evaluations="):
         evo.callbacks.EarlyStopping()
     with pytest.raises(ValueError, match="every must be a whole number"):
         evo.callbacks.Checkpoint(tmp_path / "c.npz", every=0)

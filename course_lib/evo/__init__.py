@@ -9,11 +9,25 @@ compiled with XLA as a whole (many generations per call).
     model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2),
                   mode="xla", seed=0)
     result = model.evolve(evo.population.random_integers((4096, 1024), 0, 2, seed=0), generations=200)
+
+``evo.neuro`` (networks as genomes) imports Keras, so it is imported when first asked for:
+the engine itself imports TensorFlow and NumPy only.
 """
 
-from course_lib.evo import callbacks, fitness, neuro, ops, pareto, population, selection
+import importlib
+
+from course_lib.evo import callbacks, fitness, ops, pareto, population, saving, selection
+from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.model import Model
 from course_lib.evo.result import Result
+from course_lib.evo.saving import load_model
 from course_lib.evo.symbolic import Input
 
-__all__ = ["Input", "Model", "Result", "ops", "fitness", "selection", "population", "callbacks", "neuro", "pareto"]
+__all__ = ["Input", "Model", "Result", "AskTell", "load_model", "ops", "fitness", "selection", "population",
+           "callbacks", "saving", "neuro", "pareto"]
+
+
+def __getattr__(name):
+    if name == "neuro":  # PEP 562: Keras is imported only by a program that uses neuroevolution
+        return importlib.import_module(f"{__name__}.neuro")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

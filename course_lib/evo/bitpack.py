@@ -55,7 +55,7 @@ def unpack(words: tf.Tensor, shape: tuple[int, ...], dtype: tf.DType) -> tf.Tens
 _UNSIGNED = {tf.int8: tf.uint8, tf.int16: tf.uint16, tf.int32: tf.uint32, tf.int64: tf.uint64}
 
 
-@tf.function(autograph=False)
+@tf.function(autograph=False, reduce_retracing=True)  # one trace for every population size
 def all_binary(genes: tf.Tensor) -> tf.Tensor:
     """Whether every (integer) gene is 0 or 1.
 

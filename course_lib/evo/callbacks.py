@@ -1,7 +1,24 @@
-"""Callbacks run between compiled chunks of generations: progress, history, early stop, checkpoints.
+"""Callbacks run between compiled chunks of generations: progress, history, early stop, checkpoints,
+TensorBoard.
 
 ``evolve`` compiles many generations into one call and hands control back to Python
-only between chunks; a callback sees the run (``course_lib.evo.engine.Run``) there.
+only between chunks; a callback sees the run (``course_lib.evo.engine.Run``) there, never inside
+a generation. The hooks, in the order they are called:
+
+- ``on_mode_chosen(mode, timings)``: with ``mode='auto'``, once, after the modes were timed and
+  before the run starts (not called on resume, nor when the mode is fixed).
+- ``on_evolve_begin(run)``: once, after the first population was scored (or the checkpoint
+  restored), before any generation of this call. ``run.generation`` is 0 (or the checkpoint's),
+  ``run.best_fitness`` the first population's best, ``run.history`` empty (or the checkpoint's).
+- ``on_chunk_end(run)``: after each compiled call. ``run.generation`` counts the generations
+  done; ``run.history`` has one (best, mean, std) entry per generation, all of them, the chunk's
+  appended (entry i is generation i + 1); ``run.best_fitness`` is the best so far; ``run.snapshot()``
+  is what a checkpoint holds; ``run.stopped_early`` says whether EarlyStopping ended it. Setting
+  ``run.stop = True`` ends the run after this chunk. A chunk is ``chunk`` generations (default:
+  64 when a callback without ``every`` watches, else up to 1024), cut at the multiples of every
+  callback's ``every`` and where EarlyStopping stops it.
+- ``on_evolve_end(run)``: once, after the last chunk (also when a callback stopped the run).
+
 A callback with ``every = k`` makes chunks end at multiples of k generations.
 EarlyStopping is also compiled into the loop, so a run stops at the exact generation.
 """
@@ -12,6 +29,8 @@ import os
 import time
 
 import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
 
 from course_lib.evo.validation import whole
 
@@ -95,23 +114,66 @@ class History(Callback):
 
 
 class EarlyStopping(Callback):
-    """Stop when the best fitness reaches ``target`` or has not improved for ``patience`` generations.
+    """Stop when the best fitness reaches ``target``, has not improved for ``patience`` generations, or
+    the next generation would pass ``max_evaluations`` fitness evaluations.
 
     "Reaches" follows the fitness's direction (>= target when maximised, <= when
-    minimised). Checked inside the compiled loop after every generation.
+    minimised). Target and patience are checked inside the compiled loop after every generation;
+    the evaluation budget (the first population's evaluations, then each generation's children,
+    counted from the start of this ``evolve`` call) sets where the run's last chunk ends.
+    ``stopped_generation`` is the generation at which one of these stopped the run (None when the
+    run went on to ``generations``, or another callback stopped it).
     """
 
-    def __init__(self, target: float | None = None, patience: int | None = None):
-        if target is None and patience is None:
-            raise ValueError("EarlyStopping needs target= (stop once the best fitness reaches it) "
-                             "and/or patience= (stop after that many generations without improvement)")
+    def __init__(self, target: float | None = None, patience: int | None = None,
+                 max_evaluations: int | None = None):
+        if target is None and patience is None and max_evaluations is None:
+            raise ValueError("EarlyStopping needs target= (stop once the best fitness reaches it), "
+                             "patience= (stop after that many generations without improvement) "
+                             "and/or max_evaluations= (a budget of fitness evaluations)")
         self.target = None if target is None else float(target)
         self.patience = None if patience is None else whole("patience", patience, 1, "EarlyStopping")
+        self.max_evaluations = (None if max_evaluations is None
+                                else whole("max_evaluations", max_evaluations, 1, "EarlyStopping"))
         self.stopped_generation: int | None = None
 
     def on_chunk_end(self, run):
-        if run.stop and self.stopped_generation is None:
+        # stopped_early: this callback's target or patience stopped the run (not another callback's stop)
+        if run.stopped_early and self.stopped_generation is None:
             self.stopped_generation = run.generation
+
+
+# what TensorBoard's scalar plugin writes with a value (tf.summary.scalar itself needs the tensorboard package)
+SCALAR = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+                                     data_class=summary_pb2.DATA_CLASS_SCALAR).SerializeToString()
+
+
+class TensorBoard(Callback):
+    """Write the history to TensorBoard event files in ``logdir`` with ``tf.summary``: one scalar per
+    statistic ("best", "mean", "std"; with several objectives the hypervolume, the share on the front
+    and its std) at step = generation, written after each chunk for the generations it ran, and
+    flushed then, so TensorBoard shows a running evolve. A resumed run goes on at the checkpoint's
+    generation."""
+
+    def __init__(self, logdir):
+        self.logdir = os.fspath(logdir)
+        self.writer = None
+        self._written = 0
+
+    def on_evolve_begin(self, run):
+        self.writer = tf.summary.create_file_writer(self.logdir)
+        self._written = run.generation
+
+    def on_chunk_end(self, run):
+        with self.writer.as_default():
+            for g in range(self._written, run.generation):
+                for name, values in run.history.items():
+                    tf.summary.write(name, tf.constant(values[g], tf.float32), step=g + 1, metadata=SCALAR)
+        self.writer.flush()
+        self._written = run.generation
+
+    def on_evolve_end(self, run):
+        self.writer.close()
 
 
 class Checkpoint(Callback):

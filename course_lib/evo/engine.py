@@ -17,6 +17,7 @@ a way of distributing is a ``sharding.Policy``; a mode is an entry of
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -26,8 +27,9 @@ import tensorflow as tf
 
 from course_lib.evo import bitpack, pareto
 from course_lib.evo import callbacks as cb_lib
-from course_lib.evo.executors import STATS, OneDevice, no_limits
+from course_lib.evo.executors import OneDevice, no_limits
 from course_lib.evo.result import Result
+from course_lib.evo.symbolic import check_binary
 from course_lib.evo.validation import whole
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
@@ -60,6 +62,9 @@ def checked_population(model, population) -> tf.Tensor:
         x = tf.cast(x, spec.dtype)
     if x.shape[0] < 2:
         raise ValueError(f"a population needs at least 2 individuals, got {x.shape[0]}")
+    binary = [n.op.name for n in model.nodes if n.op.binary] + ([repr(model.fitness)] if model.fitness.binary else [])
+    if binary:
+        check_binary(" and ".join(binary), x)
     if model.fitness.permutation or any(n.op.permutation for n in model.nodes):
         # in int64: sort and range have no kernels for the narrow dtypes
         ok = tf.reduce_all(tf.sort(tf.cast(x, tf.int64), axis=1) == tf.range(spec.shape[0], dtype=tf.int64)[None, :])
@@ -141,6 +146,19 @@ def limits(callbacks, sign: float) -> tuple[tf.Tensor, tf.Tensor]:
     return target, patience
 
 
+def starting_point(needs: str, population, resume_from) -> tuple[object, dict | None]:
+    """(the population to start from, the checkpoint it was read from or None), or a clear error."""
+    if resume_from is None:
+        if population is None:
+            raise ValueError(f"{needs} needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
+                             "or resume_from=<checkpoint path>")
+        return population, None
+    if population is not None:
+        raise ValueError("pass population or resume_from, not both: the checkpoint holds the population")
+    checkpoint = cb_lib.load_checkpoint(resume_from)
+    return checkpoint["population"], checkpoint
+
+
 @dataclass
 class Prepared:
     """A run, checked and decided once: what the loop needs."""
@@ -164,20 +182,13 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
         if not isinstance(c, cb_lib.Callback):
             raise TypeError(f"callbacks must be evo.callbacks.Callback instances, got {type(c).__name__}")
     chunk = default_chunk(callbacks) if chunk is None else whole("chunk", chunk, 1)
-    checkpoint = None
-    if resume_from is not None:
-        if population_ is not None:
-            raise ValueError("pass population or resume_from, not both: the checkpoint holds the population")
-        checkpoint = cb_lib.load_checkpoint(resume_from)
-        population_ = checkpoint["population"]
+    population_, checkpoint = starting_point("evolve", population_, resume_from)
+    if checkpoint is not None:
         saved = int(checkpoint["generation"])
         if generations < saved:
             raise ValueError(f"the checkpoint is at generation {saved}, past generations={generations}: when "
                              "resuming, generations counts from the original start, not from the checkpoint; "
                              f"pass generations={saved + generations} for {generations} more")
-    elif population_ is None:
-        raise ValueError("evolve needs a population, e.g. evo.population.random_integers((N, L), 0, 2), "
-                         "or resume_from=<checkpoint path>")
     genes = checked_population(model, population_)
     n = genes.shape[0]
     rows = executor.rows(n)
@@ -240,10 +251,11 @@ class Run:
     def snapshot(self) -> dict:
         """Everything needed to resume exactly (NumPy arrays, for ``np.savez``)."""
         arrays = self.program.arrays(self.state)
+        keys = self.model.history_keys()
         del arrays["fitness"]  # recomputed from the population on resume
         n = arrays["population"].shape[0]
         return {**arrays, "generation": np.int64(self.generation),
-                "history": np.array([self.history[k] for k in STATS], np.float64).reshape(len(STATS), -1),
+                "history": np.array([self.history[k] for k in keys], np.float64).reshape(len(keys), -1),
                 "mode": np.str_(self.program.mode),
                 "signature": np.str_(self.model.signature(n, self.executor.describe()))}
 
@@ -257,38 +269,80 @@ class Run:
                       front=front)
 
 
+def evaluations_per_generation(model, n: int) -> int:
+    """Fitness evaluations one generation of ``n`` individuals makes: every output's children, and the
+    parents again for a ``per_generation`` fitness (scored on the generation's draw)."""
+    return n * len(model.outputs) + (n if model.fitness.per_generation else 0)
+
+
+def budget_generation(callbacks, model, n: int, generation: int, generations: int) -> int:
+    """The generation at which an ``EarlyStopping(max_evaluations=)`` budget ends the run (counting the
+    first population's evaluations and this call's generations), or ``generations`` without one."""
+    budgets = [c.max_evaluations for c in callbacks
+               if isinstance(c, cb_lib.EarlyStopping) and c.max_evaluations is not None]
+    if not budgets:
+        return generations
+    if budgets[0] < n:
+        raise ValueError(f"max_evaluations={budgets[0]} is less than the {n} evaluations of the first population; "
+                         "raise it or use a smaller population")
+    return min(generations, generation + (budgets[0] - n) // evaluations_per_generation(model, n))
+
+
+class Timed:
+    """Calls to a program, timed: the wall time of those that traced (and under XLA compiled) one."""
+
+    def __init__(self, model):
+        self.model, self.compile_s = model, 0.0
+
+    def __call__(self, fn, *args):
+        traces, start = self.model.trace_count, time.perf_counter()
+        out = fn(*args)
+        if self.model.trace_count > traces:
+            self.compile_s += time.perf_counter() - start
+        return out
+
+
 def evolve(model, executor, population_=None, generations: int = 100, *, callbacks=(), batch_size=None,
            memory_budget=None, chunk: int | None = None, resume_from=None) -> Result:
     """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
+    began = time.perf_counter()
     setup = prepare(model, executor, population_, generations, callbacks=callbacks, batch_size=batch_size,
                     memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
     prog = executor.program(model, setup.mode, setup.packed, setup.genes.shape[0], setup.batch,
                             capacity(setup.chunk))
+    timed, n = Timed(model), setup.genes.shape[0]
+    keys = model.history_keys()
     generation = 0
-    history: dict[str, list] = {k: [] for k in STATS}
+    history: dict[str, list] = {k: [] for k in keys}
     if setup.checkpoint is not None:
-        state = prog.restore(setup.genes, setup.checkpoint)
+        state = timed(prog.restore, setup.genes, setup.checkpoint)
         generation = int(setup.checkpoint["generation"])
-        history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(STATS)}
+        history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(keys)}
     else:
-        state = prog.start(setup.genes)
+        state = timed(prog.start, setup.genes)
+    first = generation
     run = Run(model, executor, prog, state, generation, setup.generations, history)
     callbacks = setup.callbacks
+    last = budget_generation(callbacks, model, n, generation, setup.generations)
     for c in callbacks:
         c.on_evolve_begin(run)
     target, patience = limits(callbacks, 1.0 if model.fitness.maximize else -1.0)
     every = [c.every for c in callbacks if c.every]
-    while run.generation < setup.generations and not run.stop:
+    while run.generation < last and not run.stop:
         g = run.generation
-        end = min([setup.generations, g + setup.chunk] + [(g // e + 1) * e for e in every])
-        run.state, rows, stopped = prog.run(run.state, g, end - g, target, patience)
-        for k, column in zip(STATS, rows.T):
+        end = min([last, g + setup.chunk] + [(g // e + 1) * e for e in every])
+        run.state, rows, stopped = timed(prog.run, run.state, g, end - g, target, patience)
+        for k, column in zip(keys, rows.T):
             run.history[k].extend(column.tolist())
         run.generation = g + len(rows)
-        run.stop = run.stopped_early = stopped
+        budget_spent = last < setup.generations and run.generation >= last
+        run.stop = run.stopped_early = stopped or budget_spent
         for c in callbacks:
             c.on_chunk_end(run)
     for c in callbacks:
         c.on_evolve_end(run)
     model.history = run.history
-    return run.result()
+    ran = run.generation - first
+    return dataclasses.replace(run.result(), generations_run=ran,
+                               evaluations=n + ran * evaluations_per_generation(model, n),
+                               wall_time_s=time.perf_counter() - began, compile_time_s=timed.compile_s)

@@ -15,6 +15,7 @@ and its name to ``MODES``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -31,8 +32,15 @@ MODES = (*COMPILERS, "auto")
 
 
 def compiler(model, mode: str):
-    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator."""
-    return lambda f: COMPILERS[mode](rng.with_generator(model.generator, f))
+    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator.
+
+    Each program's function is its own ``functools.partial``: TensorFlow counts traces per Python
+    function (its code object), so programs of several models, each traced once, would otherwise
+    add up to its "triggered tf.function retracing ... creating @tf.function repeatedly in a loop"
+    warning in any sweep; a partial is counted by itself, so the warning still fires for one
+    program that really retraces.
+    """
+    return lambda f: COMPILERS[mode](functools.partial(rng.with_generator(model.generator, f)))
 
 STATS = ("best", "mean", "std")
 NO_PATIENCE = np.iinfo(np.int32).max
@@ -80,14 +88,24 @@ class Generation:
     plain one.
     """
 
-    def __init__(self, model, packed: bool, rows: int, batch: int | None):
+    def __init__(self, model, packed: bool, rows: int, batch: int | None, seed_input: bool = True):
         self.model, self.packed, self.rows, self.batch = model, packed, rows, batch
+        # seed_input=False: the seed's key is a constant of the program (replicas on other devices cannot
+        # read the model's variable under XLA), so the program's key must name the seed
+        self.fixed_root = None if seed_input else rng.key(model.seed)
         self.spec = model.input.spec
         self.sign = 1.0 if model.fitness.maximize else -1.0
         # what selection and migration rank by: per objective for a MultiObjective fitness
         self.signs = model.fitness.signs if model.fitness.width else self.sign
-        self.root = rng.key(model.seed)
         self.factor = pool_size(model, 1)  # pool rows per parent
+
+    @property
+    def root(self) -> tf.Tensor:
+        """The seed's root key, read from the model's variable where the program runs, so that another
+        seed (``compile`` again) needs no retrace."""
+        if self.fixed_root is not None:
+            return self.fixed_root
+        return tf.bitcast(self.model.seed_key.read_value(), tf.uint32)
 
     def traced(self) -> None:
         """Count a trace on the model (Python runs a compiled body only while tracing)."""
@@ -143,6 +161,10 @@ class Generation:
         child_fit = self.evaluate(children, draw)
         if draw is not None:
             fit = self.evaluate(pop, draw)
+        return self.join(pop, fit, children, child_fit)
+
+    def join(self, pop, fit, children, child_fit) -> tuple[tf.Tensor, tf.Tensor]:
+        """The pool selection chooses from: the children, after the parents for mu + lambda."""
         if self.model.selection.pool == "both":
             return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
         return children, child_fit
@@ -156,7 +178,10 @@ class Generation:
 
     def start(self, genes: tf.Tensor) -> State:
         """The first state of stored genes: scored, best so far = the best of them."""
-        fit = self.evaluate(genes, self.draw(tf.constant(0)))
+        return self.scored(genes, self.evaluate(genes, self.draw(tf.constant(0))))
+
+    def scored(self, genes: tf.Tensor, fit: tf.Tensor) -> State:
+        """The first state of stored genes whose fitness is ``fit``."""
         j, value, _ = self.summary(fit)
         best = tf.gather(genes, j)
         return State(genes, fit, best, self.judge(best, value), tf.constant(0))
@@ -194,7 +219,15 @@ class Generation:
         better = score(judged, self.sign) > score(state.best_fitness, self.sign)
         state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, judged, state.best_fitness),
                       tf.where(better, 0, state.stale + 1))
-        return state, row
+        return state, self.measured(row, pop, fit)
+
+    def measured(self, row: tf.Tensor, pop: tf.Tensor, fit: tf.Tensor) -> tf.Tensor:
+        """``row`` followed by the model's metrics (``compile(metrics=)``) of the population and its fitness."""
+        if not self.model.metrics:
+            return row
+        genes = self.unpack(pop)
+        values = [tf.reshape(tf.cast(fn(genes, fit), tf.float32), ()) for fn in self.model.metrics.values()]
+        return tf.concat([row, tf.stack(values)], 0)
 
     def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One generation's pool, its fitness, and the pool rows selection keeps."""
@@ -205,6 +238,13 @@ class Generation:
     def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
         """One whole generation on this device's rows."""
         pool, pool_fit, idx = self.breed(state, generation, replica)
+        return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
+
+    def settle(self, state: State, children, child_fit, generation) -> tuple[State, tf.Tensor]:
+        """The second half of ``step`` for children scored elsewhere (``evo.ask_tell``): pool, selection
+        and best-so-far tracking, with the generation's key."""
+        pool, pool_fit = self.join(state.population, state.fitness, children, child_fit)
+        idx = self.select(pool_fit, self.key(generation))
         return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
 
     def loop(self, state: State, generation, more, record, hist, replica=None) -> tuple:
@@ -363,7 +403,7 @@ class OneDeviceProgram:
         i, state, hist = self.gen.loop(
             state, generation, lambda i, s: (i < count) & ~self.gen.finished(s.best_fitness, s.stale, target, patience),
             lambda hist, i, state, row: tf.tensor_scatter_nd_update(hist, [[i]], row[None]),
-            tf.zeros((self.chunk, len(STATS))))
+            tf.zeros((self.chunk, len(STATS) + len(self.gen.model.metrics))))
         unpacked = self._finish_fn(state.population, state.best) if self.packed else ()
         return state, i, hist, self.gen.finished(state.best_fitness, state.stale, target, patience), unpacked
 

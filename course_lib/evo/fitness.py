@@ -15,12 +15,13 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import bitpack
+from course_lib.evo.config import Configurable
 from course_lib.evo.fastmath import cos_2pi
 from course_lib.evo.fusion import per_element
-from course_lib.evo.symbolic import GenomeSpec
+from course_lib.evo.symbolic import GenomeSpec, check_binary
 
 
-class Fitness:
+class Fitness(Configurable):
     """Base class: subclasses set ``maximize`` and define ``evaluate``.
 
     A fitness that draws new conditions every generation (fresh episodes of a control task) sets
@@ -34,6 +35,8 @@ class Fitness:
     per_generation = False
     objectives = 1  # how many objectives it returns (``MultiObjective``: M)
     width: int | None = None  # columns per individual the engine carries; None: one value, shape (N,)
+    binary = False  # scores 0/1 genomes only (checked on each population ``evolve`` starts from)
+    version = 0  # counts the instances ``load`` put in place (ops holding the problem's data compare it)
 
     @property
     def signs(self) -> tuple[float, ...]:
@@ -41,8 +44,13 @@ class Fitness:
         return (1.0 if self.maximize else -1.0,)
 
     def __call__(self, population) -> tf.Tensor:
+        """float32 values of ``population``. The engine ranks and records float32: an ``evaluate`` that
+        returns float64 is refused rather than rounded quietly (integer counts are cast exactly up
+        to 2**24)."""
         pop = tf.convert_to_tensor(population)
-        return tf.cast(self.evaluate(pop), tf.float32)
+        if self.binary and tf.executing_eagerly():
+            check_binary(type(self).__name__, pop)
+        return as_float32(self, self.evaluate(pop))
 
     def evaluate(self, population: tf.Tensor) -> tf.Tensor:
         raise NotImplementedError
@@ -68,6 +76,34 @@ class Fitness:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
         return f"{type(self).__name__}({args})"
+
+
+class External(Fitness):
+    """A fitness computed outside the engine, told through ask/tell (``evo.AskTell``): only its direction.
+
+    For several objectives or a constraint use ``MultiObjective(directions, reference=...)`` itself.
+    """
+
+    def __init__(self, maximize: bool = True):
+        self.maximize = bool(maximize)
+
+    def evaluate(self, population):
+        raise TypeError("evo.fitness.External is computed outside the engine: run the model with "
+                        "model.ask_tell(population) and tell() it the values, not with evolve()")
+
+    def config(self):
+        return {"maximize": self.maximize}
+
+
+def as_float32(fitness: Fitness, values) -> tf.Tensor:
+    """``values`` as float32, or a TypeError for float64, which the cast would round quietly."""
+    values = tf.convert_to_tensor(values)
+    if values.dtype == tf.float64:
+        raise TypeError(f"{type(fitness).__name__}.evaluate returned float64, but the engine ranks and records "
+                        "float32 fitness, which would round it quietly; return float32 (tf.cast(..., "
+                        "tf.float32)) if 7 significant digits tell your individuals apart, or rescale the "
+                        "objective (subtract a baseline) so that they do")
+    return tf.cast(values, tf.float32)
 
 
 def _flat(x: tf.Tensor, dtype=tf.float32) -> tf.Tensor:
@@ -184,6 +220,10 @@ class TSP(Fitness):
     def config(self):
         return {"cities": self.n}
 
+    def get_config(self):
+        """The distance matrix (n, n) as the program holds it (float32), and ``loadable``."""
+        return {"distances": np.asarray(self.distances).reshape(self.n, self.n), "loadable": self.loadable}
+
 
 class Knapsack(Fitness):
     """0/1 knapsack: total value, minus ``penalty`` per unit of weight over ``capacity`` (maximise).
@@ -191,8 +231,11 @@ class Knapsack(Fitness):
     The default penalty is the best value per unit weight, so no overweight choice
     scores more than it would after dropping items to fit. ``loadable=True``: the instance
     (weights, values, capacity, penalty) is held in variables, so ``load`` swaps in another of
-    as many items without compiling again, as for ``TSP``.
+    as many items without compiling again, as for ``TSP``. Genes must be 0 or 1 (a 2 would count an
+    item twice): ``evolve`` and a direct call check the population.
     """
+
+    binary = True
 
     def __init__(self, weights, values, capacity: float, penalty: float | None = None, loadable: bool = False):
         w, v = _matrix("weights", weights, 1), _matrix("values", values, 1)
@@ -224,6 +267,12 @@ class Knapsack(Fitness):
             return {"items": self.n}
         return {"items": self.n, "capacity": self.capacity, "penalty": self.penalty}
 
+    def get_config(self):
+        """The instance as the program holds it now (after any ``load``), and ``loadable``."""
+        return {"weights": np.asarray(self.weights), "values": np.asarray(self.values),
+                "capacity": float(np.asarray(self.capacity)), "penalty": float(np.asarray(self.penalty)),
+                "loadable": self.loadable}
+
 
 def _hold(fitness: Fitness, loadable: bool, *names: str) -> bool:
     """With ``loadable``, the instance data ``names`` of ``fitness`` become variables; returns ``loadable``."""
@@ -243,6 +292,7 @@ def _load(fitness: TSP | Knapsack, other: TSP | Knapsack, *names: str) -> None:
                          "build and compile another model for it")
     for name in names:
         getattr(fitness, name).assign(tf.cast(getattr(other, name), tf.float32))
+    fitness.version += 1
 
 
 class CosineSimilarity(Fitness):
@@ -334,7 +384,7 @@ class MultiObjective(Fitness):
     def __call__(self, population):
         out = self.evaluate(tf.convert_to_tensor(population))
         objectives, violation = out if isinstance(out, tuple) else (out, None)
-        objectives = tf.cast(objectives, tf.float32)
+        objectives = as_float32(self, objectives)
         if self.objectives == 1 and objectives.shape.rank == 1:
             objectives = objectives[:, None]
         if objectives.shape.rank != 2 or objectives.shape[1] != self.objectives:

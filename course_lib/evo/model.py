@@ -9,10 +9,14 @@ identity for checkpoints (``signature``).
 
 from __future__ import annotations
 
+import tensorflow as tf
+
 from course_lib.evo import engine, rng, sharding
 from course_lib.evo import fitness as fitness_lib
+from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
-from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
+from course_lib.evo.executors import MODES, STATS, OneDevice
+from course_lib.evo.ops.base import Op
 from course_lib.evo.result import Result
 from course_lib.evo.selection import Selection
 from course_lib.evo.symbolic import SymbolicTensor, topological_order
@@ -55,12 +59,24 @@ class Model:
         self.trace_count = 0
         self.fitness: fitness_lib.Fitness | None = None  # set by compile()
         self.selection: Selection | None = None
+        self.seed_key = None
+        self.mode: str | None = None
+        self.pack: str | bool | None = None
+        self.generator: str | None = None
+        self.metrics: dict = {}
         self.history: dict[str, list[float]] = {}
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
-                maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
+                maximize: bool | None = None, pack="auto", generator: str = "splitmix64", metrics=None) -> None:
         """Set fitness, selection, mode and seed; nothing is compiled until ``evolve``.
+
+        Compiling again with the same fitness and selection objects, mode, packing and generator
+        and another seed keeps the compiled programs: the seed is read from a variable when a
+        program runs, so it does not retrace (on one device and in ask/tell; a program sharded under
+        ``strategy=`` holds the seed as a constant). Every other knob (an op's rate or probability,
+        tournament size, elitism, population size, batch size, mode) is a constant of the program or
+        fixes a shape: changing it compiles again.
 
         Args:
             fitness: an ``evo.fitness.Fitness``, or a function of the population (see ``maximize``).
@@ -74,6 +90,9 @@ class Model:
                 True requires packing.
             generator: the random words' generator, one of ``evo.rng.GENERATORS`` (the same seed gives
                 other numbers under another one).
+            metrics: {name: fn(population, fitness) -> scalar}, tensor functions compiled into the loop and
+                recorded in the history after best, mean and std, every generation (population unpacked,
+                fitness in the problem's units, after selection); on one device and in ask/tell.
         """
         fit = fitness_lib.resolve(fitness, maximize)
         fit.check(self.input.spec)
@@ -89,11 +108,26 @@ class Model:
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
         for node in self.nodes:
             node.op.attach(fit)
+        metrics = dict(metrics or {})
+        for name, fn in metrics.items():
+            if not isinstance(name, str) or name in STATS or not callable(fn):
+                raise ValueError(f"metrics maps new names (not {', '.join(STATS)}) to functions fn(population, "
+                                 f"fitness) -> scalar; got {name!r}: {fn!r}")
+        # only the seed changed: the compiled programs stay (they read the seed's key from a variable)
+        same = self.fitness is fit and self.selection is selection and (self.mode, self.pack, self.generator) == (
+            mode, pack, generator) and metrics == self.metrics
+        self.metrics = metrics
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
         self.generator = generator
-        self.chosen_mode = None if mode == "auto" else mode
-        self.mode_timings: dict[str, float] = {}
-        self._programs: dict[tuple, object] = {}
+        root = tf.bitcast(rng.key(seed), tf.int32)  # int32: a variable dtype every device holds
+        if self.seed_key is None:
+            self.seed_key = tf.Variable(root, trainable=False, name="seed_key")
+        else:
+            self.seed_key.assign(root)
+        if not same:
+            self.chosen_mode = None if mode == "auto" else mode
+            self.mode_timings: dict[str, float] = {}
+            self._programs: dict[tuple, object] = {}
 
     def _require_compiled(self) -> None:
         if self.fitness is None:
@@ -149,11 +183,26 @@ class Model:
         return "\n".join(ops + [f"children {outputs}; fitness {type(self.fitness).__name__}({_exact(self.fitness)}); "
                                 f"selection {type(self.selection).__name__}({_exact(self.selection)})",
                                 f"input {self.input.spec}; seed {self.seed}; population {n}; {executor}"
+                                + (f"; metrics {list(self.metrics)}" if self.metrics else "")
                                 + ("" if self.generator == rng.GENERATORS[0] else f"; words {self.generator}")])
+
+    def history_keys(self) -> tuple[str, ...]:
+        """The history's entries per generation: best, mean, std, then the metrics."""
+        return (*STATS, *self.metrics)
 
     def packable(self) -> bool:
         """Whether to try bit-packing: genes are integers, every op can, and pack is not False."""
         return self.pack is not False and self.input.dtype.is_integer and all(n.op.packable for n in self.nodes)
+
+    def bind(self) -> None:
+        """Attach the ops that hold problem data to this model's fitness as it is now (an op shared with
+        another model, or a fitness that loaded another instance, holds other data), and drop the
+        programs compiled with the old data."""
+        stale = [node.op for node in self.nodes if not node.op.attached(self.fitness)]
+        for op in stale:
+            op.attach(self.fitness)
+        if stale:
+            self._programs.clear()
 
     def program(self, key: tuple, build):
         """The compiled program for ``key``, built once per ``compile`` (so a sweep reuses compilations)."""
@@ -161,7 +210,20 @@ class Model:
             self._programs[key] = build()
         return self._programs[key]
 
+    # -- saving --------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the graph, every op's config and (once compiled) fitness, selection, mode and seed to
+        ``path`` (an .npz file); ``evo.load_model(path)`` rebuilds it (see ``evo.saving``)."""
+        from course_lib.evo import saving  # saving builds models: it imports this module
+
+        saving.save_model(self, path)
+
     # -- evolve --------------------------------------------------------------------------
+    def ask_tell(self, population=None, *, resume_from=None):
+        """An ask/tell loop (``evo.AskTell``) for a fitness computed outside TensorFlow: ``ask()`` gives
+        the genomes to score, ``tell(values)`` selects; equal to ``evolve`` given the same values."""
+        return AskTell(self, population, resume_from=resume_from)
+
     def evolve(self, population=None, generations: int = 100, *, callbacks=(), batch_size: int | None = None,
                memory_budget: int | None = None, chunk: int | None = None, resume_from=None, strategy=None,
                distribution: str = "global", migration_interval: int = 10, migrants: int = 1) -> Result:
@@ -184,6 +246,7 @@ class Model:
             ``population`` and its ``fitness``, the ``mode`` that ran, and ``front`` for several objectives.
         """
         self._require_compiled()
+        self.bind()
         executor: OneDevice | sharding.Replicated
         if strategy is None:
             executor = OneDevice()
@@ -201,6 +264,7 @@ def _direction(fitness) -> str:
 
 
 def _exact(part) -> str:
-    """An op's, fitness's or selection's parameters, exactly (``repr`` of floats round-trips)."""
-    config = part.get_config() if hasattr(part, "get_config") else part.config()
+    """An op's parameters exactly (``get_config``: ``repr`` of floats round-trips); a fitness's or
+    selection's as ``config`` shows them."""
+    config = part.get_config() if isinstance(part, Op) else part.config()
     return ", ".join(f"{k}={v!r}" for k, v in sorted(config.items()))

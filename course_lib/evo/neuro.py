@@ -294,17 +294,20 @@ def evaluations(n: int, generations: int) -> int:
 
 def random_search(fitness: Networks, model: keras.Model, samples: int, batch: int, seed: int = 0) -> dict:
     """Best of ``samples`` networks drawn like the GA's first population, scored ``batch`` at a time
-    (XLA-compiled): the baseline a GA must beat. Returns the best so far after each batch."""
+    (XLA-compiled): the baseline a GA must beat. Returns the best so far after each batch (in the
+    fitness's direction; NaN scores never count, and "best" is NaN until a batch scored one)."""
     score = tf.function(fitness.__call__, jit_compile=True)
-    best, best_genome = -np.inf, None
+    best: float | None = None
+    best_genome = None
     curve: dict[str, list] = {"evaluations": [], "best": []}
     sign = 1.0 if fitness.maximize else -1.0
     for i in range(-(-samples // batch)):
         pop = initial_population(model, batch, seed=seed + 1 + i)
         fit = score(tf.constant(pop)).numpy()
-        j = int(np.argmax(sign * fit))
-        if sign * fit[j] > sign * best:
+        signed = np.where(np.isnan(fit), -np.inf, sign * fit)  # NaN never wins, in either direction
+        j = int(np.argmax(signed))
+        if signed[j] > -np.inf and (best is None or signed[j] > sign * best):
             best, best_genome = float(fit[j]), pop[j]
         curve["evaluations"].append((i + 1) * batch)
-        curve["best"].append(best)
+        curve["best"].append(np.nan if best is None else best)
     return {**curve, "best_genome": best_genome}

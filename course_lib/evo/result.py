@@ -29,8 +29,16 @@ class Result:
     stopped_early: bool
     # several objectives: the final population's non-dominated feasible individuals (``pareto.Front``)
     front: pareto.Front | None = None
+    # this call only (a resumed run counts from the checkpoint): generations run, fitness evaluations
+    # (scoring the first population, then every generation's children; a per_generation fitness scores
+    # the parents again; mode='auto''s timing probes are not counted), the call's wall time, and the
+    # wall time of the calls that traced (and under XLA compiled) a program, each including its run
+    generations_run: int = 0
+    evaluations: int = 0
+    wall_time_s: float = 0.0
+    compile_time_s: float = 0.0
 
     def __repr__(self) -> str:
         return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
                 f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
-                f"stopped_early={self.stopped_early})")
+                f"stopped_early={self.stopped_early}, evaluations={self.evaluations})")

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import pareto, rng
+from course_lib.evo.config import Configurable
 from course_lib.evo.rng import Rows
 from course_lib.evo.validation import whole
 
@@ -31,7 +32,7 @@ def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
     return tf.where(tf.math.is_nan(s), tf.constant(-np.inf, tf.float32), s)
 
 
-class Selection:
+class Selection(Configurable):
     """Base class: ``pool`` is 'children' or 'both' (parents then children).
 
     ``elitism=k`` copies the k best parents into the next population unchanged and fills

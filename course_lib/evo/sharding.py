@@ -314,6 +314,9 @@ class Replicated:
         return shard
 
     def check(self, model, n: int) -> None:
+        if model.metrics:
+            raise ValueError(f"metrics ({', '.join(model.metrics)}) are recorded on one device and in ask/tell, not "
+                             "under strategy=: compile without metrics= for a sharded run")
         self.policy.check(model, n // self.replicas, self.replicas)
 
     def mode(self, model, mode: str) -> str:
@@ -323,7 +326,8 @@ class Replicated:
         return "graph" if mode == "eager" else mode
 
     def program(self, model, mode, packed, n, batch, chunk):
-        key = ("replicated", self.strategy, self.policy.key(), mode, packed, n, batch, chunk)
+        # the seed is a constant of a replicated program (see Generation's seed_input): part of its key
+        key = ("replicated", self.strategy, self.policy.key(), mode, packed, n, batch, chunk, model.seed)
         return model.program(key, lambda: ReplicatedProgram(model, self.strategy, self.policy, mode, packed, n,
                                                             batch, chunk))
 
@@ -336,7 +340,7 @@ class ReplicaWork:
     """
 
     def __init__(self, model, mode, packed, shard, batch):
-        self.gen = Generation(model, packed, shard, batch)
+        self.gen = Generation(model, packed, shard, batch, seed_input=False)
         wrap = compiler(model, mode)
         self.start, self.children = wrap(self.gen.start), wrap(self._children)
         self.select, self.islands = wrap(self._select), wrap(self._islands)
@@ -369,7 +373,7 @@ class ReplicatedProgram:
         self.strategy, self.policy = strategy, policy
         self.mode, self.packed, self.chunk = mode, packed, chunk
         self.replicas = strategy.num_replicas_in_sync
-        self.work = model.program(("replica", mode, packed, n // self.replicas, batch),
+        self.work = model.program(("replica", mode, packed, n // self.replicas, batch, model.seed),
                                   lambda: ReplicaWork(model, mode, packed, n // self.replicas, batch))
         self.gen = self.work.gen
         # all replicas in this process: share by concatenating, no collective ops
@@ -470,7 +474,7 @@ def traffic(model, population: int, replicas: int, distribution: str = "global",
     spec = model.input.spec
     packed = model.packable() if packed is None else packed
     genome = 4 * bitpack.n_words(spec.size) if packed else spec.size * spec.dtype.size
-    row = genome + 4  # and its float32 fitness
+    row = genome + 4 * (model.fitness.width or 1)  # and its float32 fitness (M + 1 values for M objectives)
     if distribution == "global":
         rows = pool_size(model, population)
         per_generation: float = rows * row

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 # the gene dtypes every op either handles or rejects up front (qint*, bool, complex, string: neither)
@@ -22,6 +23,16 @@ def check_gene_dtype(who: str, dtype: tf.DType) -> None:
     if dtype not in INTEGER_DTYPES + FLOAT_DTYPES:
         names = ", ".join(d.name for d in INTEGER_DTYPES + FLOAT_DTYPES)
         raise TypeError(f"{who} needs integer or float genes ({names}), got dtype {dtype.name}")
+
+
+def check_binary(op: str, genes) -> None:
+    """A clear error unless every gene of ``genes`` is 0 or 1."""
+    x = tf.convert_to_tensor(genes)
+    if x.dtype.is_integer and not bool(tf.reduce_all((x == 0) | (x == 1))):
+        bad = sorted({int(v) for v in np.unique(x.numpy()) if v not in (0, 1)})[:5]
+        raise ValueError(f"{op} needs genes that are 0 or 1, got values {bad}; give it a 0/1 population "
+                         "(evo.population.random_integers(shape, 0, 2)), or use RandomValueMutation for "
+                         "genes of more values")
 
 
 def check_fits(who: str, low: int, high: int, dtype: tf.DType) -> None:

@@ -13,7 +13,6 @@ op tests all read that one table.
 from __future__ import annotations
 
 import collections
-import inspect
 import re
 import secrets
 from typing import Any
@@ -22,9 +21,10 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import rng
+from course_lib.evo.config import constructor_config
 from course_lib.evo.fusion import materialize
 from course_lib.evo.rng import Rows
-from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_gene_dtype, connect
+from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_binary, check_gene_dtype, connect
 
 
 def check_rate(op: str, rate: Any, name: str = "rate") -> float:
@@ -37,7 +37,7 @@ def check_rate(op: str, rate: Any, name: str = "rate") -> float:
 
 
 # Every public op class by name, filled as op modules are imported (``evo.ops.registry()`` imports them all).
-REGISTRY: dict[str, type] = {}
+REGISTRY: dict[str, type["Op"]] = {}
 
 
 class Op:
@@ -56,6 +56,7 @@ class Op:
     packable = False  # has ``apply_packed`` for bit-packed 0/1 genomes
     permutation = False  # needs each genome to be a permutation of 0..L-1
     genes = "binary"  # the population ``example`` works on: "binary", "integer", "float" or "permutation"
+    binary = False  # needs every gene to be 0 or 1 (checked on each population it runs on)
     _names: collections.Counter = collections.Counter()
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
@@ -106,6 +107,9 @@ class Op:
             raise ValueError(f"{type(self).__name__}: the population is empty (shape {tuple(tensors[0].shape)}); "
                              "it needs at least one individual")
         self.check(*[GenomeSpec(tuple(t.shape[1:]), t.dtype) for t in tensors])
+        if self.binary:
+            for t in tensors:
+                check_binary(type(self).__name__, t)
         key = rng.key(secrets.randbits(64) if seed is None else seed)
         return self.apply(tensors, key, Rows.all(tensors[0].shape[0]))
 
@@ -132,6 +136,12 @@ class Op:
         """Called by ``Model.compile`` with the compiled fitness, for ops that need the problem's data
         (e.g. a local search reading ``evo.fitness.TSP``'s distances). Default: nothing."""
 
+    def attached(self, fitness) -> bool:
+        """Whether the problem data this op holds is ``fitness``'s, as it is now. ``evolve`` attaches
+        again (and compiles again) when it is not: the op is shared with another model, or the
+        fitness loaded another instance. Default: True (an op that holds no data)."""
+        return True
+
     def config(self) -> dict:
         """The op's parameters worth showing, for ``repr`` and ``Model.summary`` (floats shown to 4 digits)."""
         return {}
@@ -139,19 +149,17 @@ class Op:
     def get_config(self) -> dict:
         """The constructor's arguments, exact, so that ``type(op)(**op.get_config())`` is the same op.
 
-        What a checkpoint compares to recognise its model (``repr`` rounds). ``name`` is left out: it
-        does not change the children and is numbered per process. Each value is read from the
-        attribute named as the parameter; an op that stores a parameter otherwise overrides this.
+        What a checkpoint compares to recognise its model (``repr`` rounds) and what ``Model.save``
+        writes. ``name`` is left out: it does not change the children and is numbered per process.
+        Each value is read from the attribute named as the parameter; an op that stores a parameter
+        otherwise overrides this.
         """
-        out = {}
-        for p in list(inspect.signature(type(self).__init__).parameters.values())[1:]:
-            if p.name == "name" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            if not hasattr(self, p.name):
-                raise TypeError(f"{type(self).__name__}.get_config: the constructor parameter {p.name!r} is not "
-                                f"stored as self.{p.name}; store it so, or override get_config")
-            out[p.name] = getattr(self, p.name)
-        return out
+        return constructor_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Op":
+        """The op ``get_config`` describes (``evo.load_model`` calls it)."""
+        return cls(**config)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={_fmt(v)}" for k, v in self.config().items())

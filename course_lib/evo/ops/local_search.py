@@ -76,6 +76,12 @@ class _LocalSearch(PermutationOp):
                              "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
         self.distances = self.nearest = None
         self.n = 0
+        self.source: tuple[int, int] | None = None  # (the fitness attached, its ``version`` then)
+
+    def attached(self, fitness) -> bool:
+        """Whether the distances held are ``fitness``'s current ones (not another model's fitness, nor
+        cities replaced since by ``TSP.load``)."""
+        return self.source == (id(fitness), fitness.version)
 
     def attach(self, fitness) -> None:
         """Take the distances from the fitness (``evo.fitness.TSP``), and each city's nearest cities."""
@@ -95,6 +101,7 @@ class _LocalSearch(PermutationOp):
             k = min(self.neighbours, n - 1)
             order = np.argsort(matrix + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :k]
             self.nearest = tf.constant(order.reshape(-1), tf.int32)
+        self.source, self._fitness = (id(fitness), fitness.version), fitness
 
     def __call__(self, *inputs, seed: int | None = None):
         """As ``Op.__call__``; concrete tours are checked to be permutations first."""
@@ -115,6 +122,9 @@ class _LocalSearch(PermutationOp):
         if length != self.n:
             raise ValueError(f"{type(self).__name__} has distances for {self.n} cities, but the tours "
                              f"have {length}")
+        if not self.attached(self._fitness):
+            raise ValueError(f"{type(self).__name__} holds the distances of cities its TSP has replaced since "
+                             "(TSP.load); call op.attach(fitness) again (evolve does so itself)")
 
     def improve(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """One round on int32 tours (B, L): score candidate moves, apply improving ones."""

@@ -251,9 +251,11 @@ def _spec(x: tf.Tensor) -> GenomeSpec:
 
 
 class BitFlipMutation(Op):
-    """Flip each 0/1 gene with probability ``rate`` (integer genomes of 0s and 1s)."""
+    """Flip each 0/1 gene with probability ``rate`` (integer genomes of 0s and 1s; any other value is
+    an error, checked on each population it is given)."""
 
     packable = True
+    binary = True
 
     def __init__(self, rate: float, name: str | None = None):
         super().__init__(name)
