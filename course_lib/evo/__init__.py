@@ -11,9 +11,10 @@ compiled with XLA as a whole (many generations per call).
     result = model.evolve(evo.population.random_integers((4096, 1024), 0, 2, seed=0), generations=200)
 """
 
-from course_lib.evo import callbacks, fitness, neuro, ops, pareto, population, selection
+from course_lib.evo import callbacks, fitness, neuro, nsga3, ops, pareto, population, selection
 from course_lib.evo.model import Model
 from course_lib.evo.result import Result
 from course_lib.evo.symbolic import Input
 
-__all__ = ["Input", "Model", "Result", "ops", "fitness", "selection", "population", "callbacks", "neuro", "pareto"]
+__all__ = ["Input", "Model", "Result", "ops", "fitness", "selection", "population", "callbacks", "neuro", "pareto",
+           "nsga3"]
