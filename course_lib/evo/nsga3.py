@@ -72,7 +72,7 @@ def reference_directions(objectives: int, partitions) -> np.ndarray:
     the centre (w / 2 + 1 / (2 M)), as Deb and Jain use for many objectives, where a single layer
     small enough to afford has no interior points (p < M).
     """
-    layers = (partitions,) if isinstance(partitions, (int, np.integer)) else tuple(partitions)
+    layers = tuple(partitions) if isinstance(partitions, (tuple, list)) else (partitions,)
     if not 1 <= len(layers) <= 2 or any(isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1
                                         for p in layers):
         raise ValueError(f"partitions must be an int >= 1 or a pair (boundary, inside) of ints >= 1, got "
@@ -87,7 +87,7 @@ def reference_directions(objectives: int, partitions) -> np.ndarray:
 
 def count(objectives: int, partitions) -> int:
     """How many directions ``reference_directions(objectives, partitions)`` gives."""
-    layers = (partitions,) if isinstance(partitions, (int, np.integer)) else tuple(partitions)
+    layers = tuple(partitions) if isinstance(partitions, (tuple, list)) else (partitions,)
     return sum(math.comb(p + objectives - 1, objectives - 1) for p in layers)
 
 

@@ -135,3 +135,20 @@ def dtlz(number: int, objectives: int, distance_variables: int | None = None, pa
                                      quality=quality)
     return Dtlz(f"DTLZ{number} ({m} objectives)", number, m, m + k - 1, fitness,
                 lambda x: evaluate(_NumPy, np.asarray(x, np.float64), number, m), front)
+
+
+def model(problem: Dtlz, selection, mode: str = "xla", seed: int = 0, eta_c: float = 30.0,
+          eta_m: float = 20.0) -> evo.Model:
+    """A real-coded GA on ``problem`` with ``selection``: simulated binary crossover (probability 1) and
+    polynomial mutation (rate 1 / variables), Deb and Jain's variation for NSGA-III."""
+    inputs = evo.Input(shape=(problem.variables,), dtype="float32")
+    x = evo.ops.SimulatedBinaryCrossover(problem.low, problem.high, eta=eta_c, probability=1.0)(inputs)
+    x = evo.ops.PolynomialMutation(problem.low, problem.high, eta=eta_m)(x)
+    out = evo.Model(inputs, x, name=f"dtlz{problem.number}_{problem.objectives}")
+    out.compile(fitness=problem.fitness, selection=selection, mode=mode, seed=seed)
+    return out
+
+
+def start(problem: Dtlz, size: int, seed: int = 0) -> tf.Tensor:
+    """A uniform random population of ``size`` in the unit box."""
+    return evo.population.uniform((size, problem.variables), problem.low, problem.high, seed=seed)
