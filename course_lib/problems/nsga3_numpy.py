@@ -5,9 +5,10 @@ Vectorised NumPy for the fronts, the normalization and the association; the nich
 paper's loop, one pick at a time (at most ``n``): the least crowded direction that still has a
 candidate, its closest candidate when no kept row is associated with it, otherwise a random one.
 The random choices read given random words per row (``words`` (P, 2)): a direction's candidates
-are taken in the order of word 0 (after the closest one), and of the directions equally crowded
-the one whose next candidate has the least word 1 goes first. With the engine's words, this
-loop and the engine's single sort pick the same rows, which is what the tests check.
+queue in the order of word 0 (after the closest one, when no kept row is associated with it), and
+of the directions equally crowded the one whose next candidate has the least word 1 goes first.
+With the engine's words, this loop and the engine's single sort pick the same rows, which is what
+the tests check.
 """
 
 from __future__ import annotations
@@ -113,21 +114,24 @@ def survivors(f: np.ndarray, violation: np.ndarray, n: int, directions: np.ndarr
     fn, ideal, intercepts = normalize(f, usable, first)
     nearest, distance = associate(fn, directions)
     niche = np.bincount(nearest[kept], minlength=len(directions))
-    counts = niche.copy()
     chosen = list(np.flatnonzero(kept)[np.argsort(rank[kept], kind="stable")])
-    left = cut.copy()
-    for _ in range(n - len(chosen)):
-        best = None
-        for j in np.unique(nearest[left]):  # the next candidate of each direction that has one
-            members = np.flatnonzero(left & (nearest == j))
-            if counts[j] == 0:  # no kept row and no pick yet: the closest candidate
-                pick = members[np.lexsort((words[members, 0], distance[members]))[0]]
-            else:
-                pick = members[np.argmin(words[members, 0])]
-            if best is None or (counts[j], words[pick, 1]) < (counts[best[0]], words[best[1], 1]):
-                best = (j, pick)
-        j, pick = best
-        chosen.append(pick)
-        left[pick] = False
-        counts[j] += 1
+    # each direction's queue of candidates: the closest first when its niche is empty, then by word 0
+    cand = np.flatnonzero(cut)
+    by_distance = cand[np.lexsort((words[cand, 0], distance[cand], nearest[cand]))]
+    head = np.zeros(p, bool)
+    head[by_distance[np.r_[True, nearest[by_distance][1:] != nearest[by_distance][:-1]]]] = True
+    head &= niche[nearest] == 0
+    queue = cand[np.lexsort((words[cand, 0], ~head[cand], nearest[cand]))]
+    lengths = np.bincount(nearest[cand], minlength=len(directions))
+    ends = np.cumsum(lengths)
+    next_up = ends - lengths
+    counts = niche.copy()
+    for _ in range(n - len(chosen)):  # the paper's loop: one pick per step
+        crowd = np.where(next_up < ends, counts, np.iinfo(np.int64).max)
+        tied = np.flatnonzero(crowd == crowd.min())  # the least crowded directions that have a candidate
+        heads = queue[next_up[tied]]
+        i = int(np.argmin(words[heads, 1]))
+        chosen.append(heads[i])
+        next_up[tied[i]] += 1
+        counts[tied[i]] += 1
     return Selected(np.asarray(chosen), ideal, intercepts, nearest, distance, niche, last)
