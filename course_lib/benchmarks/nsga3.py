@@ -63,6 +63,8 @@ def accuracy(seeds, generations_scale: float = 1.0) -> list[dict]:
             rows.append({"problem": f"DTLZ{number}", "objectives": m, "population": size, "generations": gens,
                          "seed": seed, "igd": result.front.igd, "paper median": paper[1],
                          "front size": len(result.front), "seconds with compile": time.perf_counter() - start})
+            print("  " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
+                  flush=True)
     return rows
 
 
