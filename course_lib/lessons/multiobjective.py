@@ -97,7 +97,7 @@ def race_verdicts(race: dict) -> bench.Verdicts:
         two, three = results["NSGA-II"].front.igd, results["NSGA-III"].front.igd
         sentences.append(f"{m} objectives (population {len(results['NSGA-III'].population)}, "
                          f"{results['NSGA-III'].generations} generations): IGD {two:.4f} with NSGA-II and "
-                         f"{three:.4f} with NSGA-III, NSGA-II's {two / three:.2g}x NSGA-III's.")
+                         f"{three:.4f} with NSGA-III: NSGA-II's IGD is {two / three:.2f} times NSGA-III's.")
     return bench.Verdicts(sentences)
 
 
