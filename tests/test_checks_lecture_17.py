@@ -46,3 +46,19 @@ def test_hypervolume():
     assert "dominated point must add nothing" in fail(2, hypervolume_2d=without_running_minimum)
     assert "clip the points" in fail(2, hypervolume_2d=without_clipping)
     assert "should be a function" in fail(2, hypervolume_2d=3)
+
+
+def igd(points, front):
+    d = np.linalg.norm(front[:, None, :] - points[None, :, :], axis=2)
+    return float(d.min(axis=1).mean())
+
+
+def test_igd():
+    assert fail(3, igd=igd) is None
+    gd = "generational distance"
+    assert gd in fail(3, igd=lambda p, f: float(np.linalg.norm(p[:, None] - f[None], axis=2).min(axis=1).mean()))
+    assert "squared" in fail(3, igd=lambda p, f: float(np.square(np.linalg.norm(f[:, None] - p[None], axis=2))
+                                                        .min(axis=1).mean()))
+    assert "should be" in fail(3, igd=lambda p, f: float(np.linalg.norm(f[:, None] - p[None], axis=2).min(axis=1)
+                                                          .max()))
+    assert "should be a function" in fail(3, igd=None)

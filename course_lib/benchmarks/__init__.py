@@ -21,6 +21,7 @@ def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
         gan,
         moo,
         neuro,
+        nsga3,
         ops,
         strategies,
         tfdata,

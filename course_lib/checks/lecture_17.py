@@ -1,4 +1,4 @@
-"""Checkers for lecture 17, many objectives: Pareto dominance, and the hypervolume of a 2-D front."""
+"""Checkers for lecture 17, many objectives: Pareto dominance, the hypervolume of a 2-D front, and IGD."""
 
 from __future__ import annotations
 
@@ -66,3 +66,35 @@ def hypervolume(hypervolume_2d):
                                  "clip the points to the reference")
         assert abs(float(got) - want) <= 1e-4 * want, \
             f"hypervolume_2d gives {float(got):.6g} for {len(points)} points; it should be {want:.6g}"
+
+
+def _igd_cases():
+    r = np.random.default_rng(170)
+    front = np.array([[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]])
+    return [(np.array([[0.0, 1.0], [1.0, 0.0]]), front),  # the middle of the front missed
+            (np.array([[0.1, 1.1], [0.6, 0.6], [1.1, 0.1], [3.0, 3.0]]), front),  # a far point, nearest to none
+            (r.random((30, 4)), r.random((12, 4)))]
+
+
+@exercise("17", 3, "IGD: how far a known front is from the points found",
+          "IGD goes from the true front to the points: for each point of the front, the distance to the "
+          "nearest point found, averaged over the front.",
+          "A (K, P) matrix of distances between the front's points and the found points gives it in two "
+          "reductions: a minimum over the found points, then a mean over the front.")
+def igd(igd):
+    assert callable(igd), f"igd should be a function (points, front) -> float, got {type(igd).__name__}"
+    for points, front in _igd_cases():
+        m = points.shape[1]
+        want = pareto.igd(points, pareto.ReferenceFront(tuple(map(tuple, front))), (-1.0,) * m)
+        got = igd(points.copy(), front.copy())
+        assert np.isscalar(got) or np.ndim(got) == 0, f"igd should return one number, got {got!r}"
+        got = float(got)
+        d = np.linalg.norm(points[:, None, :] - front[None, :, :], axis=2)  # (P, K)
+        if abs(got - want) > 1e-5 * max(1.0, want):
+            if abs(got - float(d.min(axis=1).mean())) <= 1e-6:
+                raise AssertionError(f"{got:.4f} is the generational distance (from each point found to the front); "
+                                     f"IGD goes the other way, from each front point to the points found: {want:.4f}")
+            if abs(got - float(np.square(d).min(axis=0).mean())) <= 1e-6:
+                raise AssertionError(f"{got:.4f} averages squared distances; take the square root first: {want:.4f}")
+            raise AssertionError(f"igd gives {got:.6g} for {len(points)} points and a front of {len(front)}; "
+                                 f"it should be {want:.6g}")

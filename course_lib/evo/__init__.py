@@ -16,7 +16,7 @@ the engine itself imports TensorFlow and NumPy only.
 
 import importlib
 
-from course_lib.evo import callbacks, fitness, ops, pareto, population, saving, selection
+from course_lib.evo import callbacks, fitness, nsga3, ops, pareto, population, saving, selection
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.model import Model
 from course_lib.evo.result import Result
@@ -24,7 +24,7 @@ from course_lib.evo.saving import load_model
 from course_lib.evo.symbolic import Input
 
 __all__ = ["Input", "Model", "Result", "AskTell", "load_model", "ops", "fitness", "selection", "population",
-           "callbacks", "saving", "neuro", "pareto"]
+           "callbacks", "saving", "neuro", "nsga3", "pareto"]
 
 
 def __getattr__(name):

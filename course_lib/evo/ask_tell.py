@@ -134,7 +134,7 @@ class AskTell:
         """What ``evolve`` would return after these generations."""
         fit, state = self.model.fitness, self._require_told()
         pop, values = state.population.numpy(), state.fitness.numpy()
-        front = pareto.front(pop, values, fit.signs, fit.reference) if fit.objectives > 1 else None
+        front = pareto.front(pop, values, fit.signs, fit.tracked) if fit.objectives > 1 else None
         return Result(best=self.best, best_fitness=self.best_fitness, history={k: list(v) for k, v in
                                                                                self.history.items()},
                       population=pop, fitness=values, generations=self.generation, mode=self.mode, packed=False,

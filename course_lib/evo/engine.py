@@ -262,7 +262,7 @@ class Run:
     def result(self) -> Result:
         a = self.program.arrays(self.state)
         fit = self.model.fitness
-        front = pareto.front(a["population"], a["fitness"], fit.signs, fit.reference) if fit.objectives > 1 else None
+        front = pareto.front(a["population"], a["fitness"], fit.signs, fit.tracked) if fit.objectives > 1 else None
         return Result(best=a["best"], best_fitness=float(a["best_fitness"]), history=self.history,
                       population=a["population"], fitness=a["fitness"], generations=self.generation,
                       mode=self.program.mode, packed=self.program.packed, stopped_early=self.stopped_early,

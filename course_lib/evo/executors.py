@@ -200,7 +200,7 @@ class Generation:
         """
         fit = self.model.fitness
         if fit.width is not None:
-            return pareto.summary(values, fit.signs, fit.reference)
+            return pareto.summary(values, fit.signs, fit.tracked)
         # gather, not x[j]: XLA would treat a slice's begin as a compile-time constant
         j = tf.argmax(score(values, self.sign), output_type=tf.int32)
         best = tf.gather(values, j)

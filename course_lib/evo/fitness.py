@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack
+from course_lib.evo import bitpack, pareto
 from course_lib.evo.config import Configurable
 from course_lib.evo.fastmath import cos_2pi
 from course_lib.evo.fusion import per_element
@@ -339,6 +339,7 @@ class Function(Fitness):
 
 
 DIRECTIONS = {"min": -1.0, "max": 1.0}
+QUALITIES = ("hypervolume", "igd", "igd+")  # what a run with several objectives can track
 
 
 class MultiObjective(Fitness):
@@ -353,29 +354,56 @@ class MultiObjective(Fitness):
     Args:
         directions: "min" or "max" per objective (one string for a single objective).
         reference: the point the hypervolume is measured from, in the problem's units, worse than
-            the solutions of interest in every objective; needed for several objectives, where
-            a run tracks the population's hypervolume per generation (history "best", so
-            ``EarlyStopping(target=...)`` is a hypervolume target).
+            the solutions of interest in every objective.
+        reference_front: a known Pareto front (K, M) in the problem's units, e.g. sampled from a test
+            problem's true front, for IGD or IGD+.
+        quality: what a run with several objectives tracks per generation (history "best", and the
+            target of ``EarlyStopping``): "hypervolume" (exact, for 2 or 3 objectives; maximised; needs
+            ``reference``), "igd" or "igd+" (any number of objectives; minimised; needs
+            ``reference_front``). By default "hypervolume" when ``reference`` is given, else "igd".
     """
 
-    def __init__(self, directions, reference=None):
+    def __init__(self, directions, reference=None, reference_front=None, quality: str | None = None):
         directions = (directions,) if isinstance(directions, str) else tuple(directions)
         if not directions or any(d not in DIRECTIONS for d in directions):
             raise ValueError(f"directions must be 'min' or 'max' per objective, e.g. ('min', 'min'); got "
                              f"{directions!r}")
         self.directions, self.objectives, self.width = directions, len(directions), len(directions) + 1
-        self.maximize = self.objectives > 1 or directions[0] == "max"  # the hypervolume is maximised
+        m = self.objectives
         if reference is not None:
             reference = tuple(float(r) for r in np.ravel(reference))
-            if len(reference) != self.objectives:
-                raise ValueError(f"reference has {len(reference)} values for {self.objectives} objectives")
-        elif self.objectives > 1:
-            raise ValueError(f"{type(self).__name__} with {self.objectives} objectives needs reference=: the point "
-                             "the hypervolume is measured from, worse than the solutions of interest in every "
-                             "objective (e.g. (1.1, 1.1) for ZDT problems)")
-        if self.objectives > 3:
-            raise ValueError(f"{self.objectives} objectives: the hypervolume the engine tracks is exact for 2 or 3")
-        self.reference = reference
+            if len(reference) != m:
+                raise ValueError(f"reference has {len(reference)} values for {m} objectives")
+        if reference_front is not None:
+            front = np.asarray(reference_front, np.float64)
+            if front.ndim != 2 or front.shape[1] != m or len(front) == 0 or not np.all(np.isfinite(front)):
+                raise ValueError(f"reference_front must be finite points of shape (K, {m}), one column per "
+                                 f"objective; got shape {front.shape}")
+            reference_front = tuple(map(tuple, front.tolist()))
+        if quality is None and m > 1:
+            quality = "hypervolume" if reference is not None else "igd" if reference_front is not None else None
+        if m > 1 and quality not in QUALITIES:
+            if quality is not None:
+                raise ValueError(f"quality must be one of {', '.join(QUALITIES)}; got {quality!r}")
+            raise ValueError(f"{type(self).__name__} with {m} objectives needs reference=: the point the hypervolume "
+                             "is measured from, worse than the solutions of interest in every objective (e.g. "
+                             "(1.1, 1.1) for ZDT problems); or reference_front=, a known front, to track IGD")
+        if quality == "hypervolume" and (reference is None or m > 3):
+            raise ValueError(f"the hypervolume the engine tracks is exact for 2 or 3 objectives and needs reference=; "
+                             f"{m} objectives with reference={reference!r}: for more objectives give "
+                             "reference_front= (a known front) and quality='igd' or 'igd+'")
+        if quality in ("igd", "igd+") and reference_front is None:
+            raise ValueError(f"quality={quality!r} needs reference_front=: points (K, {m}) of the known front")
+        self.reference, self.reference_front, self.quality = reference, reference_front, quality
+        # the tracked quality is maximised for the hypervolume, minimised for IGD
+        self.maximize = quality == "hypervolume" if m > 1 else directions[0] == "max"
+
+    @property
+    def tracked(self):
+        """What ``pareto.summary`` measures a population by: the hypervolume point, or a ``pareto.ReferenceFront``."""
+        if self.quality in ("igd", "igd+"):
+            return pareto.ReferenceFront(self.reference_front, self.quality == "igd+")
+        return self.reference
 
     @property
     def signs(self):
@@ -400,7 +428,10 @@ class MultiObjective(Fitness):
         return tf.concat([objectives, violation[:, None]], axis=1)
 
     def config(self):
-        return {"directions": self.directions, "reference": self.reference}
+        if self.reference_front is None:
+            return {"directions": self.directions, "reference": self.reference}
+        return {"directions": self.directions, "reference": self.reference, "reference_front": self.reference_front,
+                "quality": self.quality}
 
 
 class Objectives(MultiObjective):
@@ -409,10 +440,11 @@ class Objectives(MultiObjective):
     ``Objectives(fn, directions=("min", "min"), reference=(1.1, 1.1))``; see ``MultiObjective``.
     """
 
-    def __init__(self, fn: Callable, directions, reference=None, name: str | None = None):
+    def __init__(self, fn: Callable, directions, reference=None, name: str | None = None, reference_front=None,
+                 quality: str | None = None):
         if not callable(fn):
             raise TypeError(f"Objectives needs a callable population -> objectives, got {type(fn).__name__}")
-        super().__init__(directions, reference)
+        super().__init__(directions, reference, reference_front, quality)
         self.fn, self.name = fn, name or getattr(fn, "__name__", type(fn).__name__)
 
     def evaluate(self, population):

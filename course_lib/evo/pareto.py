@@ -1,4 +1,4 @@
-"""Many objectives as tensor programs: constrained dominance, non-dominated ranks, crowding, hypervolume.
+"""Many objectives as tensor programs: constrained dominance, non-dominated ranks, crowding, hypervolume, IGD.
 
 A multi-objective fitness (``evo.fitness.MultiObjective``) hands the engine float32 (P, M + 1):
 M objectives in the problem's units, then a constraint violation (0: feasible). Here every
@@ -263,13 +263,68 @@ def hypervolume_min(g: tf.Tensor, reference, mask: tf.Tensor | None = None) -> t
     return tf.reduce_sum((nxt - z) * _hv2(xy, ref[:2]), axis=-1)
 
 
+# -- distance to a known front (IGD, IGD+) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReferenceFront:
+    """A known Pareto front, points (K, M) in the problem's units, that a run is measured against by
+    IGD (``plus=False``) or IGD+ (``plus=True``): lower is better, 0 when every point is matched."""
+
+    points: tuple
+    plus: bool = False
+
+    @property
+    def name(self) -> str:
+        return "IGD+" if self.plus else "IGD"
+
+    def __repr__(self) -> str:
+        return f"ReferenceFront({len(self.points)} points, {len(self.points[0])} objectives, {self.name})"
+
+
+def igd_min(g: tf.Tensor, front: tf.Tensor, mask: tf.Tensor | None = None, plus: bool = False) -> tf.Tensor:
+    """Inverted generational distance, in minimise space, of points g (P, M) to a known front (K, M): the
+    mean over the front's points of the distance to the nearest row (rows where ``mask`` is False count
+    nothing; +inf without any row).
+
+    IGD+ (Ishibuchi et al. 2015) measures only how far a row is worse than the front's point
+    (max(g - z, 0) per objective), so a row that dominates the point is at distance 0: unlike IGD it
+    never rewards a dominated row. Summed one objective at a time: (K, P) memory, O(K P M) work.
+    """
+    g = tf.cast(g, tf.float32)
+    d2 = None
+    for k in range(g.shape[1]):
+        gap = g[None, :, k] - front[:, None, k]
+        part = tf.square(tf.nn.relu(gap) if plus else gap)
+        d2 = part if d2 is None else d2 + part
+    if mask is not None:
+        d2 = tf.where(mask[None, :], d2, tf.constant(np.inf, tf.float32))
+    return tf.reduce_mean(tf.sqrt(tf.reduce_min(d2, axis=1)))
+
+
+def igd(objectives, front: ReferenceFront, signs) -> float:
+    """IGD (or IGD+, as ``front`` says) of points (P, M) in the problem's units against ``front``; rows
+    with a non-finite objective count nothing."""
+    x = np.asarray(objectives, np.float32)
+    s = np.asarray(signs, np.float32)
+    z = np.asarray(front.points, np.float32)
+    if x.ndim != 2 or x.shape[1] != s.shape[0] or z.shape[1] != s.shape[0]:
+        raise ValueError(f"IGD needs points (P, M) and a front (K, M) with M = {s.shape[0]}; got {x.shape} and "
+                         f"{z.shape}")
+    g = -s * x
+    ok = np.all(np.isfinite(g), axis=1)
+    return float(igd_min(tf.constant(np.where(ok[:, None], g, 0.0)), tf.constant(-s * z), tf.constant(ok),
+                         front.plus))
+
+
 # -- what a run reports --------------------------------------------------------------------------------
 
 
 def summary(values: tf.Tensor, signs, reference) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """(a front row's index, the hypervolume of the feasible rows, (hypervolume, share, its std)):
-    what the engine tracks per generation for many objectives. ``share`` is the fraction of rows
-    that are feasible and non-dominated; ``reference`` is in the problem's units. For one
+    """(a front row's index, the tracked quality, (quality, share, its std)): what the engine tracks per
+    generation for many objectives. The quality is the hypervolume of the feasible rows when
+    ``reference`` is a point (M,) in the problem's units, or their IGD / IGD+ when it is a
+    ``ReferenceFront``. ``share`` is the fraction of rows that are feasible and non-dominated. For one
     objective under constraints: (the best row by Deb's rules, its objective if it is feasible
     and NaN otherwise, (that, the mean and std of the objective))."""
     g, v = minimise_space(values, signs)
@@ -278,10 +333,13 @@ def summary(values: tf.Tensor, signs, reference) -> tuple[tf.Tensor, tf.Tensor, 
         x = tf.cast(values[:, 0], tf.float32)
         best = tf.where(tf.equal(tf.gather(v, j), 0.0), tf.gather(x, j), np.nan)
         return j, best, tf.stack([best, *fastmath.mean_and_std(x)])
-    ref = -tf.constant(signs, tf.float32) * tf.constant(reference, tf.float32)
-    feasible = tf.equal(v, 0.0)
-    hv = hypervolume_min(g, ref, feasible)
     top = non_dominated(g, v)
+    if isinstance(reference, ReferenceFront):
+        z = -tf.constant(signs, tf.float32) * tf.constant(reference.points, tf.float32)
+        hv = igd_min(g, z, top, reference.plus)
+    else:
+        ref = -tf.constant(signs, tf.float32) * tf.constant(reference, tf.float32)
+        hv = hypervolume_min(g, ref, tf.equal(v, 0.0))
     share = tf.reduce_mean(tf.cast(top, tf.float32))
     j = tf.argmax(tf.cast(top, tf.int32), output_type=tf.int32)
     return j, hv, tf.stack([hv, share, tf.sqrt(share * (1.0 - share))])
@@ -290,18 +348,20 @@ def summary(values: tf.Tensor, signs, reference) -> tuple[tf.Tensor, tf.Tensor, 
 @dataclass
 class Front:
     """The non-dominated feasible individuals of a population: genomes, objectives in the problem's
-    units (sorted by the first objective), and their hypervolume (NaN without a reference point)."""
+    units (sorted by the first objective), their hypervolume (NaN without a reference point, or for
+    more than three objectives) and their IGD or IGD+ against a known front (NaN without one)."""
 
     genomes: np.ndarray
     objectives: np.ndarray
     hypervolume: float
+    igd: float = float("nan")
 
     def __len__(self) -> int:
         return len(self.objectives)
 
     def __repr__(self) -> str:
-        return (f"Front({len(self)} individuals, {self.objectives.shape[1]} objectives, "
-                f"hypervolume={self.hypervolume:.6g})")
+        quality = f"igd={self.igd:.6g}" if np.isfinite(self.igd) else f"hypervolume={self.hypervolume:.6g}"
+        return f"Front({len(self)} individuals, {self.objectives.shape[1]} objectives, {quality})"
 
 
 # compiled: eagerly, the (P, P) comparisons of a large population cost more than generations of the run
@@ -309,7 +369,8 @@ _front_rows = fusion.xla_function(lambda values, signs: non_dominated(*minimise_
 
 
 def front(population: np.ndarray, values: np.ndarray, signs, reference=None) -> Front:
-    """The ``Front`` of a population and its engine values (P, M + 1), duplicates kept once."""
+    """The ``Front`` of a population and its engine values (P, M + 1), duplicates kept once; ``reference``
+    a hypervolume point (M,) or a ``ReferenceFront``."""
     top = _front_rows(tf.constant(values, tf.float32), tuple(signs)).numpy()
     objectives = np.asarray(values, np.float64)[top, :-1]
     genomes = np.asarray(population)[top]
@@ -317,10 +378,12 @@ def front(population: np.ndarray, values: np.ndarray, signs, reference=None) -> 
     first = np.sort(first)
     objectives, genomes = objectives[first], genomes[first]
     o = np.argsort(objectives[:, 0], kind="stable")
-    hv = float("nan")
-    if reference is not None and objectives.shape[1] in (2, 3):
+    hv = distance = float("nan")
+    if isinstance(reference, ReferenceFront):
+        distance = igd(objectives, reference, signs) if len(objectives) else float("inf")
+    elif reference is not None and objectives.shape[1] in (2, 3):
         hv = float(hypervolume(objectives, reference, signs))
-    return Front(genomes[o], objectives[o], hv)
+    return Front(genomes[o], objectives[o], hv, distance)
 
 
 def hypervolume(objectives, reference, signs) -> np.ndarray:

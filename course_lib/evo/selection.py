@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import pareto, rng
+from course_lib.evo import nsga3, pareto, rng
 from course_lib.evo.config import Configurable
 from course_lib.evo.rng import Rows
 from course_lib.evo.validation import whole
@@ -178,3 +178,61 @@ class NSGA2(Selection):
         if len(fitness.shape) == 1:
             fitness, sign = tf.stack([fitness, tf.zeros_like(fitness)], 1), (sign,)
         return pareto.order(fitness, sign, until=n)[:n]
+
+
+class NSGA3(Selection):
+    """mu + lambda by NSGA-III (Deb and Jain 2014): parents and children ranked into fronts by Deb's
+    rules as in NSGA2; the front that overflows ``n`` is cut by reference directions instead of
+    crowding distance: normalized objectives, each row associated with its nearest direction, the
+    least crowded directions served first (``course_lib.evo.nsga3``). For four objectives and more,
+    where nearly every row is non-dominated and crowding distance no longer spreads the front.
+
+    Args:
+        partitions: Das-Dennis partitions: an int p (one layer) or a pair (boundary, inside) for two
+            layers; by default Deb and Jain's choice for the population size (``nsga3.default_partitions``).
+        directions: reference directions (H, M) instead, each row non-negative and not all zero.
+
+    Ties between equally crowded directions, and the random picks within a crowded direction,
+    come from the engine's counter-based keys for each pool row.
+    """
+
+    pool = "both"
+
+    def __init__(self, partitions=None, directions=None):
+        super().__init__(0)
+        if partitions is not None and directions is not None:
+            raise ValueError("NSGA3 takes partitions= or directions=, not both")
+        if directions is not None:
+            directions = np.asarray(directions, np.float64)
+            if directions.ndim != 2 or directions.shape[1] < 2 or len(directions) == 0 or \
+                    not np.all(np.isfinite(directions)) or np.any(directions < 0) or \
+                    np.any(directions.sum(axis=1) <= 0):
+                raise ValueError("NSGA3 directions must be a non-empty (H, M) array, M >= 2, of finite non-negative "
+                                 f"rows that are not all zero; got {np.shape(directions)}")
+        elif partitions is not None:
+            nsga3.reference_directions(2, partitions)  # checks the value
+        self.partitions, self.directions = partitions, directions
+
+    def check_fitness(self, fitness):
+        m = fitness.objectives if getattr(fitness, "width", None) else 1
+        if m < 2:
+            raise ValueError(f"NSGA3 needs two or more objectives, but {fitness!r} has one; use "
+                             "evo.selection.NSGA2() or Tournament() for a single objective")
+        if self.directions is not None and self.directions.shape[1] != m:
+            raise ValueError(f"NSGA3 directions have {self.directions.shape[1]} columns, but {fitness!r} has {m} "
+                             f"objectives; give directions of shape (H, {m})")
+
+    def directions_for(self, objectives: int, n: int) -> np.ndarray:
+        """The (H, M) directions used for ``n`` survivors of ``objectives`` objectives."""
+        if self.directions is not None:
+            return self.directions
+        return nsga3.reference_directions(objectives, self.partitions or nsga3.default_partitions(objectives, n))
+
+    def choose(self, fitness, sign, key, n, parents=None):
+        if len(fitness.shape) != 2 or not isinstance(sign, tuple) or len(sign) < 2:
+            raise ValueError("NSGA3 needs a MultiObjective fitness with two or more objectives")
+        return nsga3.survivors(fitness, sign, key, n, self.directions_for(len(sign), n))
+
+    def config(self):
+        return {"partitions": self.partitions,
+                "directions": None if self.directions is None else self.directions.tolist()}

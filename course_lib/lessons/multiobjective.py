@@ -1,10 +1,16 @@
-"""Lecture 17's helpers: NSGA-II variants for the speed widget, and sentences read from runs."""
+"""Lecture 17's helpers: NSGA-II variants for the speed widget, NSGA-II against NSGA-III beyond three
+objectives, plots of many-objective fronts, and sentences read from runs."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from course_lib import bench, graphs
+import numpy as np
+import tensorflow as tf
+
+from course_lib import bench, evo, graphs
+from course_lib.problems import dtlz, nsga3_numpy
 from course_lib.problems import multiobjective as mo
 
 NUMPY = "NumPy NSGA-II"
@@ -48,3 +54,133 @@ def front_verdicts(runs: dict) -> bench.Verdicts:
                          f"generations, hypervolume {hv:.4f} against the true front's {true:.4f} "
                          f"({100 * (1 - hv / true):.2f}% short).")
     return bench.Verdicts(sentences)
+
+
+# -- beyond three objectives ----------------------------------------------------------------------------
+
+
+def nondominated_share(objectives, size: int, seed: int = 0) -> list[dict]:
+    """For each number of objectives: the share of ``size`` uniform random points (minimised) that no other
+    point dominates."""
+    rows = []
+    for m in objectives:
+        points = np.random.default_rng(seed).random((size, m)).astype(np.float32)
+        values = tf.constant(np.concatenate([points, np.zeros((size, 1), np.float32)], 1))
+        top = evo.pareto.non_dominated(*evo.pareto.minimise_space(values, (-1.0,) * m))
+        rows.append({"objectives": m, "non-dominated share": float(tf.reduce_mean(tf.cast(top, tf.float32)))})
+    return rows
+
+
+SELECTIONS = {"NSGA-II": evo.selection.NSGA2, "NSGA-III": evo.selection.NSGA3}
+
+
+def igd_race(objectives, generations: int, seed: int = 0, mode: str = "graph") -> dict:
+    """NSGA-II and NSGA-III on DTLZ2 for each number of objectives, with Deb and Jain's population for it
+    (the number of directions rounded up to a multiple of four) and ``generations``; returns
+    {M: (problem, {selection name: result})}."""
+    race = {}
+    for m in objectives:
+        problem = dtlz.dtlz(2, m)
+        size = -(-len(problem.front) // 4) * 4
+        start = dtlz.start(problem, size, seed)
+        race[m] = (problem, {name: dtlz.model(problem, make(), mode=mode, seed=seed).evolve(start, generations)
+                             for name, make in SELECTIONS.items()})
+    return race
+
+
+def race_verdicts(race: dict) -> bench.Verdicts:
+    """One sentence per number of objectives: each selection's final IGD on DTLZ2, and their ratio."""
+    sentences = []
+    for m, (problem, results) in race.items():
+        two, three = results["NSGA-II"].front.igd, results["NSGA-III"].front.igd
+        sentences.append(f"{m} objectives (population {len(results['NSGA-III'].population)}, "
+                         f"{results['NSGA-III'].generations} generations): IGD {two:.4f} with NSGA-II and "
+                         f"{three:.4f} with NSGA-III: NSGA-II's IGD is {two / three:.2f} times NSGA-III's.")
+    return bench.Verdicts(sentences)
+
+
+def parallel_coordinates(objectives: np.ndarray, ax, title: str = "", color: str = "C0"):
+    """A many-objective front the way practitioners draw one: one line per solution across the objective
+    axes (each objective on its own axis, its values as they are)."""
+    m = objectives.shape[1]
+    ax.plot(np.arange(1, m + 1), objectives.T, color=color, alpha=0.25, linewidth=0.8)
+    ax.set_xticks(np.arange(1, m + 1))
+    ax.set_xlabel("objective")
+    ax.set_ylabel("value")
+    ax.set_title(title)
+    return ax
+
+
+def scatter_3d(objectives: np.ndarray, true_front: np.ndarray, ax, title: str = ""):
+    """A three-objective front as points in 3-D, over the true front's points."""
+    ax.scatter(*true_front.T, s=4, color="0.7", label="true front")
+    ax.scatter(*objectives.T, s=10, color="C0", label="found")
+    ax.set_xlabel("f1")
+    ax.set_ylabel("f2")
+    ax.set_zlabel("f3")
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def numpy_breakdown(population: int, repeats: int = 3, seed: int = 0) -> dict[str, float]:
+    """Median seconds of each part of one NumPy NSGA-II generation on ZDT1 at ``population``: variation
+    (mates, crossover, mutation), evaluation, and survivor selection (dominance matrix, fronts, crowding)."""
+    problem = mo.zdt(1)
+
+    def objectives(x: np.ndarray) -> np.ndarray:
+        return np.asarray(problem.fitness.fn(x), np.float64)
+
+    r = np.random.default_rng(seed)
+    x = r.random((population, problem.variables))
+    f = objectives(x)
+    parts: dict[str, list[float]] = {"variation": [], "evaluation": [], "selection": []}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        mates = x[(np.arange(population) + r.integers(1, population, population)) % population]
+        children = mo.numpy_pm(mo.numpy_sbx(x, mates, r), r)
+        t1 = time.perf_counter()
+        pool_f = np.concatenate([f, objectives(children)])
+        t2 = time.perf_counter()
+        mo.numpy_survivors(pool_f, population)
+        t3 = time.perf_counter()
+        for name, t in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
+            parts[name].append(t)
+    return {name: float(np.median(ts)) for name, ts in parts.items()}
+
+
+def breakdown_sentence(parts: dict[str, float], population: int) -> str:
+    """The NumPy generation's time and each part's share of it, in words."""
+    total = sum(parts.values())
+    shares = ", ".join(f"{name} {100 * s / total:.0f}%" for name, s in parts.items())
+    return f"One NumPy NSGA-II generation at population {population:,} takes {total * 1e3:.3g} ms: {shares}."
+
+
+def selection_speed(pools, repeats: int = 3, objectives: int = 5) -> list[dict]:
+    """Milliseconds of NSGA-III's survivor selection of half of a random DTLZ2 pool: compiled with XLA
+    (``evo.nsga3.survivors``) and in NumPy (``problems.nsga3_numpy.survivors``)."""
+    problem = dtlz.dtlz(2, objectives)
+    rows = []
+    for p in pools:
+        x = np.random.default_rng(p).random((p, problem.variables))
+        f = problem.numpy(x)
+        n = p // 2
+        directions = evo.nsga3.reference_directions(objectives, evo.nsga3.default_partitions(objectives, n))
+        values = tf.constant(np.concatenate([f, np.zeros((p, 1))], 1), tf.float32)
+        key = evo.rng.key(0)
+        signs = (-1.0,) * objectives
+        fn = tf.function(lambda v, k: evo.nsga3.survivors(v, signs, k, n, directions), jit_compile=True)
+        words = np.random.default_rng(0).integers(0, 2 ** 32, (p, 2))
+        result = bench.compare(
+            {"NumPy": lambda f=f, n=n, d=directions, w=words: nsga3_numpy.survivors(f, np.zeros(len(f)), n, d, w),
+             "XLA": lambda fn=fn, values=values: fn(values, key).numpy()},
+            repeats=repeats, warmup=1, number=1, title=f"NSGA-III selection, pool {p:,}")
+        rows.append({"pool": p, "directions": len(directions), "NumPy ms": result["NumPy"].median_s * 1e3,
+                     "XLA ms": result["XLA"].median_s * 1e3,
+                     "ratio": result["NumPy"].median_s / result["XLA"].median_s})
+    return rows
+
+
+def selection_verdicts(rows: list[dict]) -> bench.Verdicts:
+    return bench.Verdicts([f"Pool {row['pool']:,} ({row['directions']} directions): NumPy {row['NumPy ms']:.3g} ms, "
+                           f"XLA {row['XLA ms']:.3g} ms, {row['ratio']:.3g}x." for row in rows])

@@ -1,0 +1,227 @@
+"""NSGA-III's survivors as one tensor program: reference directions, normalization, niching.
+
+Deb and Jain (2014) keep NSGA-II's non-dominated fronts but replace crowding distance, which
+stops discriminating once almost every solution is non-dominated (four objectives and more),
+by a set of reference directions spread over the unit simplex. Of a pool of P rows, ``n``
+survive:
+
+1. fronts by Deb's rules (``pareto.ranks`` with ``until=n``): fronts 0..l-1 are kept whole and
+   front l, the one that overflows ``n``, is cut;
+2. normalization over the rows of fronts 0..l (the feasible ones when there are any): the
+   ideal point (the minimum per objective) is subtracted, the extreme point per axis (least
+   achievement scalarizing function) spans a hyperplane whose intercepts scale each
+   objective; when the hyperplane is degenerate (extreme points that do not span it,
+   intercepts that are not positive and finite) the worst value of the first front per
+   objective is the intercept instead (the population's worst where that is zero);
+3. association: each row goes to the direction at the least perpendicular distance from it;
+4. niching: a direction's niche count is how many kept rows are associated with it. The cut
+   front's rows are taken direction by direction, least crowded first: a direction with no
+   kept row takes its closest candidate first, any other candidate in random order.
+
+Deb and Jain describe step 4 as a loop of at most ``n`` picks. Here it is one sort: candidate k
+(0-based) in a direction's queue (the closest first when the niche is empty, then random) gets
+the level ``niche count + k``; the loop takes every candidate of level L, in random order across
+directions, before any of level L + 1, so sorting the candidates by (level, a random key) and
+taking the first ones gives the same picks with the same random keys, in O(P log P) and no
+loop. The random keys are counter-based words of the engine's key for each pool row, so a run
+is the same batched, resumed or replicated.
+
+Cost: the dominance fronts as in NSGA-II (O(M P²)), the (P, H) distances to H directions
+(O(M P H)), a few sorts of P rows; M x M work for the hyperplane.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from course_lib.evo import pareto, rng
+from course_lib.evo.rng import Rows
+
+# the achievement scalarizing function's weight off its axis (Deb and Jain's 1e-6)
+ASF_EPSILON = 1e-6
+# intercepts this small or smaller (in translated units) count as a degenerate hyperplane
+INTERCEPT_FLOOR = 1e-6
+# squared perpendicular distances this close (relatively) count as a tie, won by the first direction
+TIE = 1e-5
+
+
+def das_dennis(objectives: int, partitions: int) -> np.ndarray:
+    """float64 (C(partitions + M - 1, M - 1), M): every point of the unit simplex whose coordinates are
+    multiples of 1 / ``partitions`` (Das and Dennis 1998), in lexicographic order."""
+    if objectives < 1 or partitions < 0:
+        raise ValueError(f"Das-Dennis points need objectives >= 1 and partitions >= 0, got {objectives}, {partitions}")
+    if objectives == 1:
+        return np.ones((1, 1))
+    rows = []
+    # stars and bars: M - 1 bars among partitions + M - 1 places
+    for bars in itertools.combinations(range(partitions + objectives - 1), objectives - 1):
+        edges = (-1, *bars, partitions + objectives - 1)
+        rows.append([edges[i + 1] - edges[i] - 1 for i in range(objectives)])
+    return np.asarray(rows, np.float64)[::-1] / partitions
+
+
+def reference_directions(objectives: int, partitions) -> np.ndarray:
+    """float64 (H, M) reference directions on the unit simplex.
+
+    ``partitions``: an int p for one layer of Das-Dennis points (H = C(p + M - 1, M - 1)), or a pair
+    (p1, p2) for two layers: the boundary layer from p1 and an inside layer from p2 shrunk halfway to
+    the centre (w / 2 + 1 / (2 M)), as Deb and Jain use for many objectives, where a single layer
+    small enough to afford has no interior points (p < M).
+    """
+    layers = tuple(partitions) if isinstance(partitions, (tuple, list)) else (partitions,)
+    if not 1 <= len(layers) <= 2 or any(isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1
+                                        for p in layers):
+        raise ValueError(f"partitions must be an int >= 1 or a pair (boundary, inside) of ints >= 1, got "
+                         f"{partitions!r}")
+    if isinstance(objectives, bool) or not isinstance(objectives, (int, np.integer)) or objectives < 2:
+        raise ValueError(f"reference directions need 2 or more objectives, got {objectives!r}")
+    out = das_dennis(objectives, layers[0])
+    if len(layers) == 2:
+        out = np.concatenate([out, das_dennis(objectives, layers[1]) / 2 + 1 / (2 * objectives)])
+    return out
+
+
+def count(objectives: int, partitions) -> int:
+    """How many directions ``reference_directions(objectives, partitions)`` gives."""
+    layers = tuple(partitions) if isinstance(partitions, (tuple, list)) else (partitions,)
+    return sum(math.comb(p + objectives - 1, objectives - 1) for p in layers)
+
+
+def default_partitions(objectives: int, n: int):
+    """Deb and Jain's choice for ``n`` survivors: the largest single layer with at most ``n``
+    directions when it has interior points (p >= M); otherwise two layers (p, q), q <= p, with the
+    most directions that fit (M = 8: (3, 2), 156 directions; M = 10: (3, 2), 275)."""
+    p = 1
+    while count(objectives, p + 1) <= n:
+        p += 1
+    if p >= objectives:
+        return p
+    q = max((q for q in range(1, p + 1) if count(objectives, (p, q)) <= n), default=0)
+    return (p, q) if q else p
+
+
+def _solve(a: tf.Tensor, b: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """(x, singular): a x = b for a small float64 (M, M) by Gauss-Jordan elimination with partial
+    pivoting, one step per column (M is static); ``singular`` when a pivot vanishes. Unlike
+    ``tf.linalg.solve`` it never raises on a singular matrix, which is a normal case here."""
+    m = a.shape[0]
+    work = tf.concat([a, b[:, None]], 1)
+    scale = tf.reduce_max(tf.abs(a))
+    singular = tf.constant(False)
+    rows = tf.range(m)
+    for c in range(m):
+        piv = c + tf.argmax(tf.abs(work[c:, c]), output_type=tf.int32)
+        swap = tf.where(tf.equal(rows, c), piv, tf.where(tf.equal(rows, piv), c, rows))
+        work = tf.gather(work, swap)
+        pivot = work[c, c]
+        tiny = tf.abs(pivot) <= 1e-12 * scale
+        singular |= tiny
+        factor = work[:, c] / tf.where(tiny, tf.ones_like(pivot), pivot)
+        factor = tf.where(tf.equal(rows, c), tf.zeros_like(factor), factor)
+        work = work - factor[:, None] * work[c][None, :]
+    diag = tf.linalg.diag_part(work[:, :m])
+    return work[:, m] / tf.where(tf.equal(diag, 0.0), tf.ones_like(diag), diag), singular
+
+
+def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(normalized objectives (P, M), ideal point (M,), intercepts (M,)) of minimise-space ``g`` (P, M).
+
+    ``rows`` (bool (P,)) are the rows that set the ideal point, the extreme points and the
+    population's worst; ``first`` (bool (P,)) those of its first front, whose worst is the fallback
+    intercept when the hyperplane is degenerate.
+    """
+    m = g.shape[1]
+    inf = tf.constant(np.inf, tf.float32)
+    ideal = tf.reduce_min(tf.where(rows[:, None], g, inf), axis=0)
+    t = g - ideal
+    weights = np.full((m, m), ASF_EPSILON, np.float32) + np.eye(m, dtype=np.float32) * (1 - ASF_EPSILON)
+    asf = tf.reduce_max(t[:, None, :] / tf.constant(weights)[None], axis=2)  # (P, M): row, axis
+    extreme = tf.argmin(tf.where(rows[:, None], asf, inf), axis=0, output_type=tf.int32)
+    e = tf.cast(tf.gather(t, extreme), tf.float64)
+    a, singular = _solve(e, tf.ones([m], tf.float64))
+    intercepts = tf.cast(1.0 / a, tf.float32)
+    residual = tf.reduce_max(tf.abs(tf.linalg.matvec(e, a) - 1.0))
+    degenerate = singular | (residual > 1e-6) | ~tf.reduce_all(tf.math.is_finite(intercepts)) | \
+        tf.reduce_any(intercepts <= INTERCEPT_FLOOR)
+    worst_front = tf.reduce_max(tf.where(first[:, None], t, 0.0), axis=0)
+    worst = tf.reduce_max(tf.where(rows[:, None], t, 0.0), axis=0)
+    fallback = tf.where(worst_front > INTERCEPT_FLOOR, worst_front, worst)
+    scale = tf.where(degenerate, fallback, intercepts)
+    scale = tf.where(scale > 0, scale, 1e-10)
+    return t / scale, ideal, scale
+
+
+def associate(f: tf.Tensor, directions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """(nearest direction int32 (P,), its perpendicular distance float32 (P,)) of normalized points
+    f (P, M) to the lines through the origin along ``directions`` (H, M). Squared distances within a
+    relative ``TIE`` of the least count as equal and go to the first direction: a point exactly between
+    two directions (common on fronts with symmetric points) then goes to the same one whatever the
+    rounding of another program or machine. The squared distance is summed one objective at a time:
+    no (P, H, M) intermediate."""
+    unit = directions / tf.norm(directions, axis=1, keepdims=True)
+    along = tf.matmul(f, unit, transpose_b=True)  # (P, H)
+    d2 = None
+    for k in range(f.shape[1]):
+        part = tf.square(f[:, k, None] - along * unit[None, :, k])
+        d2 = part if d2 is None else d2 + part
+    near = d2 <= tf.reduce_min(d2, axis=1, keepdims=True) * (1 + TIE) + TIE ** 2
+    nearest = tf.argmax(tf.cast(near, tf.int32), axis=1, output_type=tf.int32)
+    return nearest, tf.sqrt(tf.maximum(tf.gather(d2, nearest, batch_dims=1), 0.0))
+
+
+def _lex_order(*keys: tf.Tensor) -> tf.Tensor:
+    """The permutation that sorts rows by ``keys`` (most significant first), by stable sorts."""
+    o = tf.argsort(keys[-1], stable=True)
+    for key in keys[-2::-1]:
+        o = tf.gather(o, tf.argsort(tf.gather(key, o), stable=True))
+    return o
+
+
+def _scatter(o: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+    return tf.scatter_nd(o[:, None], values, tf.shape(values))
+
+
+def survivors(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray) -> tf.Tensor:
+    """int32 (n,): the pool rows NSGA-III keeps of engine values (P, M + 1) (see the module's
+    docstring), the whole fronts first (by front), then the picks of the cut front in pick order."""
+    g, v = pareto.minimise_space(values, signs)
+    p, m = g.shape
+    h = directions.shape[0]
+    rank = pareto.ranks(g, v, until=n)
+    sizes = tf.math.unsorted_segment_sum(tf.ones([p], tf.int32), rank, p + 1)
+    last = tf.argmax(tf.cumsum(sizes) >= n, output_type=tf.int32)  # the front that overflows n
+    kept, cut, pool = rank < last, tf.equal(rank, last), rank <= last
+    feasible = tf.equal(v, 0.0)
+    usable = pool & feasible
+    usable = tf.where(tf.reduce_any(usable), usable, pool & tf.math.is_finite(v))
+    usable = tf.where(tf.reduce_any(usable), usable, pool)
+    first = usable & tf.equal(rank, tf.reduce_min(tf.where(usable, rank, p)))
+    f, _, _ = normalize(g, usable, first)
+    nearest, distance = associate(f, tf.constant(directions, tf.float32))
+    niche = tf.math.unsorted_segment_sum(tf.cast(kept, tf.int32), nearest, h)
+
+    words = tf.cast(rng.bits(key, Rows.all(p), (2,)), tf.int64)
+    index = tf.range(p)
+    where_to = tf.where(cut, nearest, h)  # rows outside the cut front sort after every direction
+    # the closest candidate of each direction (ties by the first random word)
+    o = _lex_order(where_to, distance, words[:, 0])
+    d = tf.gather(where_to, o)
+    starts = tf.concat([[True], tf.not_equal(d[1:], d[:-1])], 0)
+    closest = _scatter(o, tf.cast(starts, tf.int32)) > 0
+    empty = tf.equal(tf.gather(niche, tf.minimum(nearest, h - 1)), 0)
+    later = tf.where(closest & empty, 0, 1)
+    o = _lex_order(where_to, later, words[:, 0])
+    d = tf.gather(where_to, o)
+    starts = tf.concat([[True], tf.not_equal(d[1:], d[:-1])], 0)
+    segment_start = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+    first_at = tf.math.unsorted_segment_min(index, segment_start, p)
+    place = _scatter(o, index - tf.gather(first_at, segment_start))
+    level = tf.gather(niche, tf.minimum(nearest, h - 1)) + place
+    big = tf.constant(3 * p + 1, tf.int64)
+    primary = tf.where(kept, tf.cast(rank, tf.int64), tf.where(cut, tf.cast(p + level, tf.int64), big))
+    secondary = tf.where(cut, words[:, 1], tf.cast(index, tf.int64))
+    return _lex_order(primary, secondary)[:n]

@@ -1,0 +1,266 @@
+"""course_lib.evo.nsga3, NSGA3 and IGD: many objectives in the engine.
+
+Reference directions are the Das-Dennis simplex lattices (one or two layers, Deb and Jain's counts);
+normalization, association, niche counts and the survivors match the paper's loop in NumPy
+(problems/nsga3_numpy.py) given the same random words, on hand-made and random pools with ties,
+duplicates, constraints and NaN; the degenerate hyperplane falls back to the front's worst; an
+empty niche takes its closest candidate first; the survivors are the same eagerly, in a graph and
+under XLA; runs are bit-identical across batch sizes, chunks and resumes; IGD and IGD+ match hand
+values and drive EarlyStopping as a minimised target; bad input raises clear errors.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import evo
+from course_lib.evo import nsga3, rng
+from course_lib.evo.rng import Rows
+from course_lib.problems import dtlz, nsga3_numpy
+
+pytestmark = pytest.mark.timeout(300)
+
+
+# -- reference directions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m, partitions, count", [(3, 12, 91), (5, 6, 210), (8, (3, 2), 156), (10, (3, 2), 275),
+                                                  (2, 4, 5)])
+def test_reference_directions_are_the_das_dennis_lattices(m, partitions, count):
+    w = nsga3.reference_directions(m, partitions)
+    assert w.shape == (count, m) == (nsga3.count(m, partitions), m)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert np.all(w >= 0) and len(np.unique(w.round(12), axis=0)) == count
+    p = partitions if isinstance(partitions, int) else partitions[0]
+    np.testing.assert_allclose(w[:nsga3.count(m, p)] * p, np.round(w[:nsga3.count(m, p)] * p), atol=1e-12)
+    if not isinstance(partitions, int):  # the inside layer is strictly inside the simplex
+        assert np.all(w[nsga3.count(m, p):] > 0)
+
+
+def test_default_partitions_follow_deb_and_jain():
+    assert [nsga3.default_partitions(m, n) for m, n in [(3, 92), (5, 212), (8, 156), (10, 276)]] == \
+        [12, 6, (3, 2), (3, 2)]
+
+
+@pytest.mark.parametrize("partitions", [0, (3, 2, 1), 2.5, True, (0, 1)])
+def test_bad_partitions_raise_clear_errors(partitions):
+    with pytest.raises(ValueError, match="partitions"):
+        nsga3.reference_directions(3, partitions)
+
+
+# -- survivors against the NumPy reference --------------------------------------------------------------
+
+
+def engine_and_reference(f, v, n, directions, seed=0):
+    values = tf.constant(np.concatenate([f, v[:, None]], 1), tf.float32)
+    key = rng.key(seed)
+    got = nsga3.survivors(values, (-1.0,) * f.shape[1], key, n, directions).numpy()
+    words = rng.bits(key, Rows.all(len(f)), (2,)).numpy().astype(np.int64)
+    return got, nsga3_numpy.survivors(np.asarray(f, np.float32), v, n, directions, words)
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_survivors_match_the_papers_loop_in_numpy(case):
+    """Random pools, some rounded to a grid (ties, duplicates), some with constraints or NaN rows."""
+    r = np.random.default_rng(case)
+    m = (2, 3, 5, 8)[case % 4]
+    p = int(r.integers(10, 60))
+    f = r.random((p, m)).astype(np.float32)
+    if case % 3 == 0:
+        f = np.round(f * 4) / 4
+    v = np.where(r.random(p) < 0.3, r.random(p), 0.0).astype(np.float32) if case % 5 == 0 else np.zeros(p, np.float32)
+    if case % 6 == 1:
+        f[:3, 0] = np.nan
+    n = p // 2
+    d = nsga3.reference_directions(m, nsga3.default_partitions(m, n))
+    got, ref = engine_and_reference(f, v, n, d, seed=case)
+    np.testing.assert_array_equal(got, ref.rows)
+    assert len(set(got.tolist())) == n
+    if case % 6 == 1:
+        assert not set(got.tolist()) & {0, 1, 2}  # NaN rows rank last
+
+
+def test_normalization_association_and_niches_match_numpy_on_a_hand_made_pool():
+    """Three objectives, a first front on the plane x + y + z = 1 scaled per axis, and a second front."""
+    first = np.array([[2.0, 0, 0], [0, 4, 0], [0, 0, 1], [1, 2, 0], [0, 2, 0.5], [1, 0, 0.5]])
+    second = first * 1.1 + 0.05
+    f = np.concatenate([first, second]).astype(np.float32) + 1.0  # ideal point (1, 1, 1)
+    rows = tf.ones([len(f)], tf.bool)
+    front = tf.constant(np.arange(len(f)) < len(first))
+    normalized, ideal, intercepts = nsga3.normalize(tf.constant(f), rows, front)
+    np.testing.assert_allclose(ideal, [1, 1, 1])
+    np.testing.assert_allclose(intercepts, [2, 4, 1], rtol=1e-5)  # the plane through the extreme points
+    ref_f, ref_ideal, ref_intercepts = nsga3_numpy.normalize(f.astype(np.float64), np.ones(len(f), bool),
+                                                             np.arange(len(f)) < len(first))
+    np.testing.assert_allclose(intercepts, ref_intercepts, rtol=1e-5)
+    np.testing.assert_allclose(normalized, ref_f, rtol=1e-5, atol=1e-6)
+    d = nsga3.reference_directions(3, 2)
+    nearest, distance = nsga3.associate(normalized, tf.constant(d, tf.float32))
+    ref_nearest, ref_distance = nsga3_numpy.associate(ref_f, d)
+    np.testing.assert_array_equal(nearest, ref_nearest)
+    np.testing.assert_allclose(distance, ref_distance, atol=1e-6)
+    # the first front normalized is the directions (1,0,0), (0,1,0), (0,0,1), (.5,.5,0), (0,.5,.5), (.5,0,.5)
+    assert nearest.numpy()[:6].tolist() == [0, 3, 5, 1, 4, 2]
+    np.testing.assert_allclose(distance.numpy()[:6], 0, atol=1e-6)
+    got, ref = engine_and_reference(f, np.zeros(len(f), np.float32), 8, d)
+    np.testing.assert_array_equal(got, ref.rows)
+    assert set(got[:6].tolist()) == set(range(6))
+    np.testing.assert_array_equal(ref.niche, [1, 1, 1, 1, 1, 1])
+
+
+def test_a_degenerate_hyperplane_falls_back_to_the_worst_of_the_front():
+    """Every point on one line: the extreme points repeat, no plane through them; the intercepts are the
+    first front's worst values."""
+    t = np.linspace(0, 1, 6)
+    f = np.stack([t, 1 - t, 0.5 * np.ones_like(t) + t * 0], 1).astype(np.float32)
+    f[:, 2] = 2.0  # a constant third objective: zero range
+    _, ideal, intercepts = nsga3.normalize(tf.constant(f), tf.ones([6], tf.bool), tf.ones([6], tf.bool))
+    np.testing.assert_allclose(ideal, [0, 0, 2])
+    np.testing.assert_allclose(intercepts, [1, 1, 1e-10])
+    _, _, ref = nsga3_numpy.normalize(f.astype(np.float64), np.ones(6, bool), np.ones(6, bool))
+    np.testing.assert_allclose(intercepts, ref)
+
+
+def test_an_empty_niche_takes_its_closest_candidate_and_crowded_niches_wait():
+    """Two objectives, directions (1, 0), (.5, .5), (0, 1). Kept: rows 0-1 (front 0), near the axes.
+    The cut front (rows 2-5): two near (.5, .5) (row 3 the closer), two near the axes. One slot: the empty
+    middle niche takes row 3, whatever the random words."""
+    f = np.array([[0.0, 1.0], [1.0, 0.0],
+                  [0.45, 1.1], [0.6, 0.6], [0.7, 0.5], [1.1, 0.1]], np.float32)
+    d = nsga3.reference_directions(2, 2)
+    for seed in range(5):
+        got, ref = engine_and_reference(f, np.zeros(6, np.float32), 3, d, seed=seed)
+        assert sorted(got.tolist()) == [0, 1, 3]
+        np.testing.assert_array_equal(got, ref.rows)
+
+
+def test_random_ties_come_from_the_key():
+    """Eight copies of one point and two slots: which copies survive depends on the key alone."""
+    f = np.concatenate([[[0.0, 1.0], [1.0, 0.0]], np.full((8, 2), 0.5)]).astype(np.float32)
+    d = nsga3.reference_directions(2, 2)
+    picks = set()
+    for seed in range(6):
+        got, ref = engine_and_reference(f, np.zeros(10, np.float32), 4, d, seed=seed)
+        np.testing.assert_array_equal(got, ref.rows)
+        again, _ = engine_and_reference(f, np.zeros(10, np.float32), 4, d, seed=seed)
+        np.testing.assert_array_equal(got, again)
+        picks.add(tuple(sorted(got[2:].tolist())))
+    assert len(picks) > 1
+
+
+def test_survivors_are_the_same_eagerly_in_a_graph_and_under_xla():
+    r = np.random.default_rng(7)
+    values = tf.constant(np.concatenate([r.random((64, 4)), np.zeros((64, 1))], 1), tf.float32)
+    d = nsga3.reference_directions(4, 4)
+    key = rng.key(3)
+
+    def run(v, k):
+        return nsga3.survivors(v, (-1.0,) * 4, k, 32, d)
+
+    eager = run(values, key).numpy()
+    np.testing.assert_array_equal(tf.function(run)(values, key), eager)
+    np.testing.assert_array_equal(tf.function(run, jit_compile=True)(values, key), eager)
+
+
+# -- the engine with NSGA3 and IGD ----------------------------------------------------------------------
+
+
+PROBLEM = dtlz.dtlz(2, 4, distance_variables=3, partitions=4)
+POP = dtlz.start(PROBLEM, 40, seed=1)
+
+
+def nsga3_model(mode="graph", selection=None, fitness=None):
+    model = dtlz.model(PROBLEM, selection or evo.selection.NSGA3(), mode=mode)
+    if fitness is not None:
+        model.compile(fitness=fitness, selection=selection or evo.selection.NSGA3(), mode=mode)
+    return model
+
+
+def same(a, b):
+    return (np.array_equal(a.population, b.population) and np.array_equal(a.fitness, b.fitness)
+            and a.history == b.history and np.array_equal(a.front.objectives, b.front.objectives))
+
+
+def test_a_run_tracks_igd_and_improves_it():
+    result = nsga3_model().evolve(POP, generations=15)
+    best = result.history["best"]
+    assert best[-1] < best[0] and result.best_fitness == pytest.approx(min(best))
+    assert result.front.igd == pytest.approx(best[-1], rel=1e-5)
+    assert result.front.igd == pytest.approx(PROBLEM.igd(result.front.objectives), rel=1e-5)
+    assert np.isnan(result.front.hypervolume)
+
+
+def test_runs_are_the_same_after_resume_in_batches_and_in_chunks(tmp_path):
+    model = nsga3_model()
+    whole = model.evolve(POP, generations=8)
+    path = tmp_path / "run.npz"
+    model.evolve(POP, generations=4, callbacks=[evo.callbacks.Checkpoint(path, every=4)])
+    assert same(model.evolve(generations=8, resume_from=path), whole)
+    assert same(model.evolve(POP, generations=8, batch_size=16), whole)
+    assert same(model.evolve(POP, generations=8, chunk=3), whole)
+
+
+def test_early_stopping_on_an_igd_target_stops_when_igd_drops_below_it():
+    model = nsga3_model()
+    whole = model.evolve(POP, generations=12)
+    lowest = np.minimum.accumulate(whole.history["best"])
+    target = float(lowest[5])
+    stopped = model.evolve(POP, generations=12, callbacks=[evo.callbacks.EarlyStopping(target=target)])
+    assert stopped.stopped_early
+    assert stopped.generations == int(np.argmax(lowest <= target)) + 1
+
+
+def test_igd_and_igd_plus_match_hand_values():
+    front = evo.pareto.ReferenceFront(((0.0, 1.0), (1.0, 0.0)))
+    points = np.array([[0.0, 2.0], [0.5, 0.0]])
+    # (0, 1): nearest (0, 2) at 1; (1, 0): nearest (0.5, 0) at 0.5
+    assert evo.pareto.igd(points, front, (-1.0, -1.0)) == pytest.approx(0.75)
+    plus = evo.pareto.ReferenceFront(front.points, plus=True)
+    # IGD+: (0.5, 0) dominates (1, 0): 0; (0, 1): min(1, sqrt(0.5² + 0)) = 0.5
+    assert evo.pareto.igd(points, plus, (-1.0, -1.0)) == pytest.approx(0.25)
+    # maximised objectives are compared in minimise space: the same distances
+    assert evo.pareto.igd(-points, evo.pareto.ReferenceFront(((0.0, -1.0), (-1.0, 0.0))), (1.0, 1.0)) == \
+        pytest.approx(0.75)
+
+
+# -- bad input ---------------------------------------------------------------------------------------------
+
+
+def test_directions_of_the_wrong_width_or_one_objective_raise_clear_errors():
+    with pytest.raises(ValueError, match=r"3 columns.*4 objectives.*\(H, 4\)"):
+        nsga3_model(selection=evo.selection.NSGA3(directions=nsga3.reference_directions(3, 4)))
+    one = evo.fitness.Objectives(lambda x: tf.reduce_sum(x, 1), "min")
+    with pytest.raises(ValueError, match="two or more objectives"):
+        nsga3_model(selection=evo.selection.NSGA3(), fitness=one)
+    with pytest.raises(ValueError, match="non-negative"):
+        evo.selection.NSGA3(directions=[[1.0, -1.0], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="not both"):
+        evo.selection.NSGA3(partitions=4, directions=[[1.0, 0.0]])
+
+
+def test_quality_choices_are_explicit_and_checked():
+    fn = dtlz.dtlz(2, 4).fitness.fn
+    with pytest.raises(ValueError, match="exact for 2 or 3"):
+        evo.fitness.Objectives(fn, ("min",) * 4, reference=(2.0,) * 4)
+    with pytest.raises(ValueError, match="exact for 2 or 3"):
+        evo.fitness.Objectives(fn, ("min",) * 4, reference_front=np.eye(4), quality="hypervolume")
+    with pytest.raises(ValueError, match="one of hypervolume, igd, igd\\+"):
+        evo.fitness.Objectives(fn, ("min",) * 4, reference_front=np.eye(4), quality="gd")
+    with pytest.raises(ValueError, match=r"shape \(K, 4\)"):
+        evo.fitness.Objectives(fn, ("min",) * 4, reference_front=np.eye(3))
+    with pytest.raises(ValueError, match="needs reference_front"):
+        evo.fitness.Objectives(fn, ("min",) * 4, quality="igd+")
+    igd = evo.fitness.Objectives(fn, ("min",) * 4, reference_front=np.eye(4))
+    assert igd.quality == "igd" and not igd.maximize
+    three = evo.fitness.Objectives(fn, ("min",) * 3, reference=(2.0,) * 3)
+    assert three.quality == "hypervolume" and three.maximize
+
+
+def test_nan_objectives_never_reach_the_front():
+    def sometimes_nan(x):
+        f = PROBLEM.fitness.fn(x)
+        return tf.where(x[:, :1] > 0.8, np.nan, f)
+
+    fitness = evo.fitness.Objectives(sometimes_nan, ("min",) * 4, reference_front=PROBLEM.front)
+    result = nsga3_model(fitness=fitness).evolve(POP, generations=6)
+    assert np.all(np.isfinite(result.front.objectives)) and np.all(result.front.genomes[:, 0] <= 0.8)
