@@ -9,7 +9,7 @@ identity for checkpoints (``signature``).
 
 from __future__ import annotations
 
-from course_lib.evo import engine, rng, sharding
+from course_lib.evo import engine, fusion, rng, sharding
 from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
 from course_lib.evo.executors import MODES, STATS, OneDevice  # noqa: F401
@@ -58,8 +58,14 @@ class Model:
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
-                maximize: bool | None = None, pack="auto", generator: str = "splitmix64") -> None:
+                maximize: bool | None = None, pack="auto", generator: str = "splitmix64",
+                target: str = "auto") -> None:
         """Set fitness, selection, mode ('eager', 'graph', 'xla' or 'auto') and seed.
+
+        ``target``: the device the programs are shaped for, "cpu" or "gpu" (a TPU counts as a GPU);
+        "auto" takes it from the device a run is placed on (see ``docs/engine.md``, "Targets"). A named
+        target traces that program on any machine: ``target="gpu"`` on a CPU runs the GPU-shaped program
+        there, with the same results (bit for bit where the arithmetic is integer).
 
         ``pack``: 'auto' packs 0/1 genomes into uint32 words when every op supports it;
         False never packs; True requires packing. ``generator``: the random words' generator,
@@ -75,12 +81,13 @@ class Model:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates
         rng.check_generator(generator)
+        fusion.check_target(target)
         if pack not in ("auto", True, False):
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
         for node in self.nodes:
             node.op.attach(fit)
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
-        self.generator = generator
+        self.generator, self.target = generator, target
         self.chosen_mode = None if mode == "auto" else mode
         self.mode_timings: dict[str, float] = {}
         self._programs: dict[tuple, object] = {}
@@ -126,11 +133,17 @@ class Model:
         steps.append("record hypervolume and the share on the front; keep the best hypervolume so far"
                      if self.fitness.objectives > 1 else "record best/mean/std; keep the best so far")
         note = "0/1 genomes run bit-packed (32 genes per uint32 word)" if self.packable() else "genomes run unpacked"
-        return Plan(f"one generation (mode={self.mode!r}, seed={self.seed}; {note}):", steps)
+        # a named target is shown; "auto" (the device a run is placed on) is not, so the plan reads alike on every machine
+        target = "" if self.target == "auto" else f", target={self.target!r}"
+        return Plan(f"one generation (mode={self.mode!r}{target}, seed={self.seed}; {note}):", steps)
 
     def signature(self, n: int, executor: str = "one device") -> str:
         """What a checkpoint must match to resume this model exactly: every op's exact parameters
-        (not rounded), its inputs by position, fitness, selection, seed, population size and executor."""
+        (not rounded), its inputs by position, fitness, selection, seed, population size and executor.
+
+        The target is left out: a run saved on a GPU resumes on a CPU and back, exactly where the
+        arithmetic is integer, and to rounding for float genes and fitness (the targets' programs
+        differ in how XLA fuses them, not in what they compute)."""
         index = {id(self.input): 0} | {id(node.output): i + 1 for i, node in enumerate(self.nodes)}
         ops = [f"{i + 1}: {type(node.op).__name__}({_exact(node.op)}) <- {[index[id(t)] for t in node.inputs]}"
                for i, node in enumerate(self.nodes)]
