@@ -133,7 +133,7 @@ class Model:
         steps.append("record hypervolume and the share on the front; keep the best hypervolume so far"
                      if self.fitness.objectives > 1 else "record best/mean/std; keep the best so far")
         note = "0/1 genomes run bit-packed (32 genes per uint32 word)" if self.packable() else "genomes run unpacked"
-        # a named target is shown; "auto" (the device a run is placed on) is not, so the plan reads alike on every machine
+        # a named target is shown, "auto" (the device a run is placed on) is not: the plan reads alike on every machine
         target = "" if self.target == "auto" else f", target={self.target!r}"
         return Plan(f"one generation (mode={self.mode!r}{target}, seed={self.seed}; {note}):", steps)
 
