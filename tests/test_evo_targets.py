@@ -289,3 +289,28 @@ def test_target_auto_follows_the_device_and_a_named_target_is_kept():
         assert executors.OneDevice().target(model) == "cpu"
     model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="xla", target="gpu")
     assert "target='gpu'" in str(model.plan())
+
+
+def test_memory_budget_reads_the_devices_memory_and_batches_a_gpu_run_that_does_not_fit():
+    model = binary_model()
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="xla", target="gpu")
+    per_row = L * engine.BYTES_PER_GENE_IN_FLIGHT
+    asked = []
+
+    def memory(target):  # a fake device: room for 100 rows at DEVICE_SHARE
+        asked.append(target)
+        return int(100 * per_row / engine.DEVICE_SHARE), "fake GPU"
+
+    assert engine.batch_rows(model, None, None, 1000, "gpu", memory) == 100  # GPU target: batches by default
+    assert engine.batch_rows(model, None, None, 50, "gpu", memory) is None  # fits: one batch
+    assert engine.batch_rows(model, None, "device", 1000, "cpu", memory) == 100
+    assert asked == ["gpu", "gpu", "cpu"]
+    assert engine.batch_rows(model, None, None, 1000, "cpu", memory) is None  # CPU target: only when asked
+    assert engine.batch_rows(model, None, 10 * per_row, 1000, "gpu", memory) == 10  # bytes given: those
+    with pytest.raises(ValueError, match="number of bytes or 'device'"):
+        engine.batch_rows(model, None, "host", 1000, "gpu", memory)
+    free, source = engine.device_memory("gpu")
+    assert free > 0 and source == ("GPU:0 memory" if tf.config.list_logical_devices("GPU") else
+                                   "host memory (no GPU here)")
+    result = model.evolve(binary(), generations=2, memory_budget="device")
+    assert result.population.shape == (N, L)
