@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import evo
-from course_lib.evo import engine, executors, fusion, neuro
+from course_lib.evo import engine, executors, fusion, neuro, sharding
 from course_lib.evo.ops.mutation import BlockPicks, GeneMask
 from course_lib.evo.rng import Rows
 
@@ -287,6 +287,8 @@ def test_target_auto_follows_the_device_and_a_named_target_is_kept():
     assert executors.OneDevice().target(model) == ("gpu" if tf.config.list_logical_devices("GPU") else "cpu")
     with tf.device("/CPU:0"):
         assert executors.OneDevice().target(model) == "cpu"
+    one_cpu = sharding.Replicated(tf.distribute.OneDeviceStrategy("/cpu:0"), sharding.policy("islands", 5, 1))
+    assert one_cpu.target(model) == "cpu"  # a strategy's replicas' devices decide
     model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(), mode="xla", target="gpu")
     assert "target='gpu'" in str(model.plan())
 
