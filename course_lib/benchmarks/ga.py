@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from course_lib import bench, evo
 from course_lib.benchmarks.ga_replicas import GENERATIONS, bench_replicas, measure_replicas, replica_counts
+from course_lib.evo import engine, fusion
 from course_lib.lessons.evolution import (
     RASTRIGIN,
     breakdown_sentences,
@@ -21,12 +22,39 @@ from course_lib.lessons.evolution import (
 )
 from course_lib.problems.numpy_ga import numpy_onemax, numpy_rastrigin
 
+# on a GPU, by default: the populations the engine is judged at there, up to what the device's memory holds
+GPU_SIZES = {"OneMax": (4096, 65536, 262144), "Rastrigin": (4096, 65536, 1048576)}
+
+
+def sizes(problem: str, length: int, args, target: str) -> list[int]:
+    """The population sizes to time: ``--sizes``, else 512 with --quick, 4096 on a CPU, and on a GPU the
+    ``GPU_SIZES`` whose genes in flight fit the device's free memory (``engine.device_memory``)."""
+    if args.sizes:
+        try:
+            chosen = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+        except ValueError:
+            chosen = []
+        if not chosen or min(chosen) < 2:
+            raise ValueError(f"--sizes takes population sizes of at least 2, comma-separated (e.g. 4096,65536), "
+                             f"got {args.sizes!r}")
+        return chosen
+    if args.quick:
+        return [512]
+    if target != "gpu":
+        return [4096]
+    free, _ = engine.device_memory("gpu")
+    fits = [n for n in GPU_SIZES[problem] if n * length * engine.BYTES_PER_GENE_IN_FLIGHT <= free]
+    return fits or [GPU_SIZES[problem][0]]
+
 
 @bench.command("ga", repeats=3, quick={}, check=replica_counts,
                options={"--generations": GENERATIONS,
                         "--replicas": dict(type=int, nargs="+", default=None, metavar="N",
                                            help="throughput per replica count instead (as course bench ga-replicas; "
                                                 "its report goes to build/bench/ga_replicas.json unless --out)"),
+                        "--sizes": dict(type=str, default=None, metavar="N,N,...",
+                                        help="population sizes to time, e.g. 4096,65536 (default: 4096 on a CPU; "
+                                             "on a GPU the sizes of GPU_SIZES that fit the device's memory)"),
                         "--breakdown": dict(action="store_true",
                                             help="also time the parts of one generation (generation_breakdown)")})
 def bench_ga(args):
@@ -44,15 +72,21 @@ def bench_ga(args):
         if args.out == bench_ga.parser().get_default("out"):
             args.out = bench_replicas.parser().get_default("out")  # the skeleton writes args.out after this returns
         return measure_replicas(args)
-    onemax_shape = (512, 256) if args.quick else (4096, 1024)
-    rastrigin_shape = (512, 100) if args.quick else (4096, 100)
     generations = args.generations or (10 if args.quick else 100)
-    problems = [
-        ("OneMax", onemax_shape, evo.population.random_integers(onemax_shape, 0, 2, seed=0),
-         lambda pop: numpy_onemax(pop, generations, rate=1 / onemax_shape[1]), onemax_model),
-        ("Rastrigin", rastrigin_shape, evo.population.uniform(rastrigin_shape, -5.12, 5.12, seed=0),
-         lambda pop: numpy_rastrigin(pop, generations, **RASTRIGIN), rastrigin_model),
-    ]
+    device = fusion.placed_device()
+    target = fusion.device_target(device)
+    print(f"device: {device} (programs traced for the {target.upper()} target)\n")
+    problems = []
+    for name, length, numpy_run, make_model in (
+            ("OneMax", 256 if args.quick else 1024, numpy_onemax, onemax_model),
+            ("Rastrigin", 100, lambda pop, g, rate: numpy_rastrigin(pop, g, **RASTRIGIN), rastrigin_model)):
+        for n in sizes(name, length, args, target):
+            shape = (n, length)
+            population = (evo.population.random_integers(shape, 0, 2, seed=0) if name == "OneMax"
+                          else evo.population.uniform(shape, -5.12, 5.12, seed=0))
+            problems.append((name, shape, population,
+                             lambda pop, run=numpy_run, length=length: run(pop, generations, rate=1 / length),
+                             make_model))
     comparisons, results = [], []
     for name, (n, length), population, numpy_run, make_model in problems:
         pop_np = population.numpy()
@@ -83,7 +117,8 @@ def bench_ga(args):
         print(f"SplitMix64 words against Threefry words: {cmp.verdict('xla', 'xla, Threefry')}")
         print()
         comparisons += [cmp, pair]
-        results.append({"problem": name, "gene_generations_per_s": rates,
+        results.append({"problem": name, "population": [n, length], "device": device, "target": target,
+                        "gene_generations_per_s": rates,
                         "vs_numpy": {v: cmp.speedup(v) for v in rates}, "evolve_over_one_call": overhead})
         if args.breakdown:
             parts = generation_breakdown(make_model(length, "xla"), population, repeats=args.repeats)

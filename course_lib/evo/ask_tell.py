@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import callbacks as cb_lib
-from course_lib.evo import engine, pareto
+from course_lib.evo import engine, fusion, pareto
 from course_lib.evo.executors import Generation, State, compiler, pool_size
 from course_lib.evo.result import Result
 
@@ -60,7 +60,9 @@ class AskTell:
         model.selection.check(pool_size(model, genes.shape[0]), genes.shape[0])
         self.model, self.n = model, genes.shape[0]
         self.mode = model.chosen_mode or ("graph" if model.mode == "auto" else model.mode)
-        self._program = model.program((EXECUTOR, self.mode, self.n), lambda: _Program(model, self.mode, self.n))
+        target = fusion.resolve_target(model.target, [fusion.placed_device()])
+        self._program = model.program((EXECUTOR, self.mode, target, self.n),
+                                      lambda: _Program(model, self.mode, self.n, target))
         self.generation, self.history = 0, {k: [] for k in model.history_keys()}
         self._genes, self._state, self._asked = genes, None, None
         if saved is not None:
@@ -170,9 +172,9 @@ class AskTell:
 class _Program:
     """The compiled halves of a generation for ask/tell: variation, and pool + selection + best so far."""
 
-    def __init__(self, model, mode: str, n: int):
+    def __init__(self, model, mode: str, n: int, target: str):
         self.gen = Generation(model, packed=False, rows=n, batch=None)
-        wrap = compiler(model, mode)
+        wrap = compiler(model, mode, target)
         self.start = wrap(self._start_fn)
         self.children = wrap(self._children_fn)
         self.settle = wrap(self._settle_fn)

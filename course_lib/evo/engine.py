@@ -18,6 +18,7 @@ a way of distributing is a ``sharding.Policy``; a mode is an entry of
 from __future__ import annotations
 
 import dataclasses
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from course_lib.evo.validation import whole
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
 BYTES_PER_GENE_IN_FLIGHT = 32
+# memory_budget="device": the share of the device's free memory a run may plan to use
+DEVICE_SHARE = 0.5
 AUTO_PROBE_GENERATIONS = 3
 # chunk=None (see default_chunk): generations per compiled call while a callback without `every` watches
 # the run, and otherwise; the latter is also the compiled loop's history capacity (see capacity)
@@ -74,12 +77,42 @@ def checked_population(model, population) -> tf.Tensor:
     return x
 
 
-def batch_rows(model, batch_size, memory_budget, rows: int) -> int | None:
-    """Rows per batch of ops and fitness on one device (None: all ``rows`` at once)."""
+def device_memory(target: str, device: str = "GPU:0") -> tuple[int, str]:
+    """(bytes free for a run, where that figure comes from) on the memory a ``target`` computes in: for
+    "gpu" the GPU's (TensorFlow's limit for ``device`` less what it holds now), for "cpu" the host's
+    available memory. A "gpu" target traced on a machine without a GPU falls back to the host's, and says so."""
+    if target == "gpu" and tf.config.list_logical_devices("GPU"):
+        from tensorflow.python.client import device_lib  # the only public-enough reader of a GPU's size
+
+        name = tf.DeviceSpec.from_string(device)
+        limits = {d.name.split("device:")[-1]: d.memory_limit for d in device_lib.list_local_devices()}
+        key = f"{name.device_type}:{name.device_index or 0}"
+        if key in limits:
+            used = tf.config.experimental.get_memory_info(key)["current"]
+            return max(int(limits[key]) - int(used), 0), f"{key} memory"
+    host = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return int(host), "host memory" + (" (no GPU here)" if target == "gpu" else "")
+
+
+def batch_rows(model, batch_size, memory_budget, rows: int, target: str = "cpu", memory=device_memory) -> int | None:
+    """Rows per batch of ops and fitness on one device (None: all ``rows`` at once).
+
+    ``memory_budget``: bytes, or "device" for ``DEVICE_SHARE`` of what ``memory(target)`` reads free on the
+    device the run computes on (``device_memory``: a GPU's own memory for the GPU target, not the host's).
+    None means "device" for the GPU target, so that a population larger than GPU memory runs in batches,
+    and no batching for the CPU target (the host's memory is the run's anyway, and swaps rather than fails).
+    """
     if batch_size is not None and memory_budget is not None:
         raise ValueError("give batch_size (rows) or memory_budget (bytes), not both")
+    if memory_budget is None and batch_size is None and target == "gpu":
+        memory_budget = "device"
+    if memory_budget == "device":
+        free, _ = memory(target)
+        memory_budget = max(int(free * DEVICE_SHARE), 1)
     if memory_budget is not None:
         per_row = model.input.spec.size * BYTES_PER_GENE_IN_FLIGHT
+        if isinstance(memory_budget, str):
+            raise ValueError(f"memory_budget must be a number of bytes or 'device', got {memory_budget!r}")
         batch_size = whole("memory_budget", memory_budget, 1) // per_row
         if batch_size < 1:
             raise ValueError(f"memory_budget={memory_budget} bytes is less than one individual needs "
@@ -193,7 +226,7 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
     n = genes.shape[0]
     rows = executor.rows(n)
     executor.check(model, n)
-    batch = batch_rows(model, batch_size, memory_budget, rows)
+    batch = batch_rows(model, batch_size, memory_budget, rows, executor.target(model))
     packed = decide_packing(model, genes)
     if checkpoint is not None:
         mode = executor.mode(model, checkpoint_mode(model, executor, checkpoint, n))

@@ -1,7 +1,7 @@
 """How generations run: one generation's pure tensor code, and the one-device executor.
 
 An executor is how ``engine.evolve``'s loop runs generations: the ``Executor`` protocol
-(``describe``, ``rows``, ``check``, ``mode``, ``program``), whose ``program`` compiles a
+(``describe``, ``rows``, ``check``, ``mode``, ``target``, ``program``), whose ``program`` compiles a
 ``Program`` for one prepared run (``start``, ``restore``, ``run``, ``best_fitness``,
 ``arrays``). To add an executor, implement both; ``tests/test_evo_executors.py`` checks
 that the engine's own do. ``OneDevice``
@@ -31,8 +31,9 @@ COMPILERS = {"eager": lambda f: f, "graph": lambda f: tf.function(f, autograph=F
 MODES = (*COMPILERS, "auto")
 
 
-def compiler(model, mode: str):
-    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator.
+def compiler(model, mode: str, target: str):
+    """How to compile a function of ``model``'s programs: ``COMPILERS[mode]``, drawing with its generator,
+    shaped for ``target`` ("cpu" or "gpu", see ``fusion``).
 
     Each program's function is its own ``functools.partial``: TensorFlow counts traces per Python
     function (its code object), so programs of several models, each traced once, would otherwise
@@ -40,7 +41,10 @@ def compiler(model, mode: str):
     warning in any sweep; a partial is counted by itself, so the warning still fires for one
     program that really retraces.
     """
-    return lambda f: COMPILERS[mode](functools.partial(rng.with_generator(model.generator, f)))
+    def wrap(f):
+        return COMPILERS[mode](functools.partial(fusion.targeting(target, rng.with_generator(model.generator, f))))
+
+    return wrap
 
 STATS = ("best", "mean", "std")
 NO_PATIENCE = np.iinfo(np.int32).max
@@ -350,6 +354,10 @@ class Executor(Protocol):
     def mode(self, model, mode: str) -> str:
         """The mode this executor runs ``model`` in, when its compiled (or auto-chosen) mode is ``mode``."""
 
+    def target(self, model) -> str:
+        """The target ("cpu" or "gpu") its programs are traced for: ``model.target``, or for "auto" from
+        the devices it places them on."""
+
     def program(self, model, mode: str, packed: bool, n: int, batch: int | None, chunk: int) -> Program:
         """The compiled program of one prepared run (built once per model compile and key)."""
 
@@ -372,13 +380,19 @@ class OneDevice:
         """The mode this executor runs ``model`` in, when its compiled (or auto-chosen) mode is ``mode``."""
         return mode
 
+    def target(self, model) -> str:
+        """``model.target``, or for "auto" that of the device ops run on here (the default device, or the one
+        a surrounding ``tf.device`` names)."""
+        return fusion.resolve_target(model.target, [fusion.placed_device()])
+
     def program(self, model, mode: str, packed: bool, n: int, batch: int | None, chunk: int):
-        return model.program(("one device", mode, packed, n, batch, chunk),
-                             lambda: OneDeviceProgram(model, mode, packed, n, batch, chunk))
+        target = self.target(model)
+        return model.program(("one device", mode, target, packed, n, batch, chunk),
+                             lambda: OneDeviceProgram(model, mode, packed, n, batch, chunk, target))
 
 
 class OneDeviceProgram:
-    """The compiled functions of one (model, mode, packing, population size, batch, chunk).
+    """The compiled functions of one (model, mode, target, packing, population size, batch, chunk).
 
     ``start`` packs and scores, ``run`` evolves up to ``chunk`` generations in one
     ``tf.while_loop`` with history in a preallocated tensor, and (bit-packed) unpacks the
@@ -386,10 +400,10 @@ class OneDeviceProgram:
     are tensors, so running a different number of generations never retraces.
     """
 
-    def __init__(self, model, mode, packed, n, batch, chunk):
-        self.mode, self.packed, self.chunk = mode, packed, chunk
+    def __init__(self, model, mode, packed, n, batch, chunk, target):
+        self.mode, self.packed, self.chunk, self.target = mode, packed, chunk, target
         self.gen = Generation(model, packed, n, batch)
-        wrap = compiler(model, mode)
+        wrap = compiler(model, mode, target)
         self._start, self._run = wrap(self._start_fn), wrap(self._run_fn)
         self._unpacked = (None, ())  # (state, its unpacked population and best) from the last run
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from course_lib.evo import engine, rng, sharding
+from course_lib.evo import engine, fusion, rng, sharding
 from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
@@ -61,6 +61,7 @@ class Model:
         self.selection: Selection | None = None
         self.seed_key = None
         self.mode: str | None = None
+        self.target: str | None = None
         self.pack: str | bool | None = None
         self.generator: str | None = None
         self.metrics: dict = {}
@@ -68,7 +69,8 @@ class Model:
 
     # -- compile -------------------------------------------------------------------------
     def compile(self, fitness, selection: Selection, mode: str = "auto", seed: int = 0,
-                maximize: bool | None = None, pack="auto", generator: str = "splitmix64", metrics=None) -> None:
+                maximize: bool | None = None, pack="auto", generator: str = "splitmix64", metrics=None,
+                target: str = "auto") -> None:
         """Set fitness, selection, mode and seed; nothing is compiled until ``evolve``.
 
         Compiling again with the same fitness and selection objects, mode, packing and generator
@@ -93,6 +95,10 @@ class Model:
             metrics: {name: fn(population, fitness) -> scalar}, tensor functions compiled into the loop and
                 recorded in the history after best, mean and std, every generation (population unpacked,
                 fitness in the problem's units, after selection); on one device and in ask/tell.
+            target: the device the programs are shaped for, "cpu" or "gpu" (a TPU counts as a GPU); "auto"
+                takes it from the device a run is placed on (see ``docs/engine.md``, "Targets"). A named
+                target traces that program on any machine: ``target="gpu"`` on a CPU runs the GPU-shaped
+                program there, with the same results (bit for bit where the arithmetic is integer).
         """
         fit = fitness_lib.resolve(fitness, maximize)
         fit.check(self.input.spec)
@@ -104,6 +110,7 @@ class Model:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates
         rng.check_generator(generator)
+        fusion.check_target(target)
         if pack not in ("auto", True, False):
             raise ValueError(f"pack must be 'auto', True or False, got {pack!r}")
         for node in self.nodes:
@@ -114,11 +121,11 @@ class Model:
                 raise ValueError(f"metrics maps new names (not {', '.join(STATS)}) to functions fn(population, "
                                  f"fitness) -> scalar; got {name!r}: {fn!r}")
         # only the seed changed: the compiled programs stay (they read the seed's key from a variable)
-        same = self.fitness is fit and self.selection is selection and (self.mode, self.pack, self.generator) == (
-            mode, pack, generator) and metrics == self.metrics
+        same = (self.fitness is fit and self.selection is selection and metrics == self.metrics
+                and (self.mode, self.pack, self.generator, self.target) == (mode, pack, generator, target))
         self.metrics = metrics
         self.fitness, self.selection, self.mode, self.seed, self.pack = fit, selection, mode, seed, pack
-        self.generator = generator
+        self.generator, self.target = generator, target
         root = tf.bitcast(rng.key(seed), tf.int32)  # int32: a variable dtype every device holds
         if self.seed_key is None:
             self.seed_key = tf.Variable(root, trainable=False, name="seed_key")
@@ -171,11 +178,17 @@ class Model:
         steps.append("record hypervolume and the share on the front; keep the best hypervolume so far"
                      if self.fitness.objectives > 1 else "record best/mean/std; keep the best so far")
         note = "0/1 genomes run bit-packed (32 genes per uint32 word)" if self.packable() else "genomes run unpacked"
-        return Plan(f"one generation (mode={self.mode!r}, seed={self.seed}; {note}):", steps)
+        # a named target is shown, "auto" (the device a run is placed on) is not: the plan reads alike on every machine
+        target = "" if self.target == "auto" else f", target={self.target!r}"
+        return Plan(f"one generation (mode={self.mode!r}{target}, seed={self.seed}; {note}):", steps)
 
     def signature(self, n: int, executor: str = "one device") -> str:
         """What a checkpoint must match to resume this model exactly: every op's exact parameters
-        (not rounded), its inputs by position, fitness, selection, seed, population size and executor."""
+        (not rounded), its inputs by position, fitness, selection, seed, population size and executor.
+
+        The target is left out: a run saved on a GPU resumes on a CPU and back, exactly where the
+        arithmetic is integer, and to rounding for float genes and fitness (the targets' programs
+        differ in how XLA fuses them, not in what they compute)."""
         index = {id(self.input): 0} | {id(node.output): i + 1 for i, node in enumerate(self.nodes)}
         ops = [f"{i + 1}: {type(node.op).__name__}({_exact(node.op)}) <- {[index[id(t)] for t in node.inputs]}"
                for i, node in enumerate(self.nodes)]

@@ -76,6 +76,11 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     the rest get P. Two objectives take the sorted path (``_ranks_2d``); more objectives peel
     one front per step: the remaining rows that no remaining row beats, an and of the packed
     ``beaten_by`` words with the remaining rows' words.
+
+    The loop over fronts is the one loop inside a GPU-shaped generation whose trip count depends on
+    the data: essential, since a front is defined by the fronts before it. It is bounded by P trips
+    (``fusion.while_loop``), and with ``until`` it runs only the fronts the survivors need (late in a
+    run one or two): a few host reads of its condition per generation on XLA:GPU.
     """
     p = g.shape[0]
     until = p if until is None else until
@@ -91,7 +96,7 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     def more(r, rank):
         return (r < p) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
 
-    return tf.while_loop(more, body, (tf.constant(0), tf.fill([p], p)))[1]
+    return fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)[1]
 
 
 def _sorted_2d(g: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -139,7 +144,7 @@ def _ranks_2d(g: tf.Tensor, v: tf.Tensor, until) -> tf.Tensor:
     def more(r, rank):
         return tf.reduce_any(feasible_o & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
 
-    fronts, rank_o = tf.while_loop(more, body, (tf.constant(0), tf.fill([p], p)))
+    fronts, rank_o = fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)
     key = tf.where(feasible, -np.inf, v)  # the feasible rows share the lowest violation level
     by_v = tf.argsort(key, stable=True)
     w = tf.gather(key, by_v)

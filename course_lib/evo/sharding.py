@@ -37,7 +37,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack
+from course_lib.evo import bitpack, fusion
 from course_lib.evo.executors import STATS, Generation, compiler, pool_size
 from course_lib.evo.selection import score
 from course_lib.evo.validation import short_device_name, whole
@@ -325,11 +325,17 @@ class Replicated:
                              "or 'auto' (eager runs replicas one after the other in Python)")
         return "graph" if mode == "eager" else mode
 
+    def target(self, model) -> str:
+        """``model.target``, or for "auto" from the replicas' devices: every replica runs the same program,
+        shaped for a GPU when the replicas are GPUs (or TPUs)."""
+        return fusion.resolve_target(model.target, self.strategy.extended.worker_devices)
+
     def program(self, model, mode, packed, n, batch, chunk):
+        target = self.target(model)
         # the seed is a constant of a replicated program (see Generation's seed_input): part of its key
-        key = ("replicated", self.strategy, self.policy.key(), mode, packed, n, batch, chunk, model.seed)
+        key = ("replicated", self.strategy, self.policy.key(), mode, target, packed, n, batch, chunk, model.seed)
         return model.program(key, lambda: ReplicatedProgram(model, self.strategy, self.policy, mode, packed, n,
-                                                            batch, chunk))
+                                                            batch, chunk, target))
 
 
 class ReplicaWork:
@@ -339,9 +345,9 @@ class ReplicaWork:
     sweep over them compiles these once per device.
     """
 
-    def __init__(self, model, mode, packed, shard, batch):
+    def __init__(self, model, mode, packed, shard, batch, target):
         self.gen = Generation(model, packed, shard, batch, seed_input=False)
-        wrap = compiler(model, mode)
+        wrap = compiler(model, mode, target)
         self.start, self.children = wrap(self.gen.start), wrap(self._children)
         self.select, self.islands = wrap(self._select), wrap(self._islands)
 
@@ -367,14 +373,14 @@ class ReplicaWork:
 
 
 class ReplicatedProgram:
-    """The compiled loops of one (strategy, policy, mode, packing, population size, batch, chunk)."""
+    """The compiled loops of one (strategy, policy, mode, target, packing, population size, batch, chunk)."""
 
-    def __init__(self, model, strategy, policy, mode, packed, n, batch, chunk):
+    def __init__(self, model, strategy, policy, mode, packed, n, batch, chunk, target):
         self.strategy, self.policy = strategy, policy
-        self.mode, self.packed, self.chunk = mode, packed, chunk
+        self.mode, self.packed, self.chunk, self.target = mode, packed, chunk, target
         self.replicas = strategy.num_replicas_in_sync
-        self.work = model.program(("replica", mode, packed, n // self.replicas, batch, model.seed),
-                                  lambda: ReplicaWork(model, mode, packed, n // self.replicas, batch))
+        self.work = model.program(("replica", mode, target, packed, n // self.replicas, batch, model.seed),
+                                  lambda: ReplicaWork(model, mode, packed, n // self.replicas, batch, target))
         self.gen = self.work.gen
         # all replicas in this process: share by concatenating, no collective ops
         self.local = len(strategy.extended.worker_devices) == self.replicas

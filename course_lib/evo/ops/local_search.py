@@ -63,7 +63,11 @@ def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Ten
 class _LocalSearch(PermutationOp):
     """What both local searches share: distances from the fitness, ``steps`` rounds of ``improve``
     per call, each on ``candidates`` random moves per tour (None: all of them), biased to each
-    city's ``neighbours`` nearest cities (None: uniform)."""
+    city's ``neighbours`` nearest cities (None: uniform).
+
+    The rounds are one ``tf.while_loop`` of exactly ``steps`` trips on every target: a round works
+    on the tours the round before left, so the loop is essential, and its trip count is static, so
+    XLA:GPU runs it on the device without reading a condition back to the host."""
 
     def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
         super().__init__(name)

@@ -15,8 +15,8 @@ import math
 
 import tensorflow as tf
 
-from course_lib.evo import bitpack, rng
-from course_lib.evo.fusion import materialize, xla_active
+from course_lib.evo import bitpack, fusion, rng
+from course_lib.evo.fusion import materialize
 from course_lib.evo.ops.base import Op, check_rate
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import GenomeSpec, check_fits
@@ -25,8 +25,8 @@ from course_lib.evo.symbolic import GenomeSpec, check_fits
 SPARSE_MEAN = 8.0
 # One word per block of 32 genes decides its picks while a block needs more words at most this often.
 BLOCK_ESCAPE = 2.0**-15
-# Under XLA, Floyd's first steps run on every row and the rest only on the rows that use them,
-# gathered this many at a time (GeneMask._tail).
+# Under XLA for the CPU target, Floyd's first steps run on every row and the rest only on the rows
+# that use them, gathered this many at a time (GeneMask._tail).
 HEAD_STEPS, TAIL_ROWS = 4, 32
 
 
@@ -62,6 +62,12 @@ class BlockPicks:
     distribution of an escape, and its positions by Floyd's algorithm, so every block's picks have
     their exact probabilities up to 2**-32. ``GeneMask`` uses this where escapes are rare. Blocks past
     a genome's end are cut: independent picks per gene stay independent.
+
+    Targets: for the CPU the escaped rows are redone one at a time in a loop (nearly always no trip,
+    so the redraw costs nothing); for the GPU every block's escape draw is computed and kept where the
+    block escaped, with no loop: a loop whose trip count depends on the draws would read its condition
+    back to the host every generation. The same picks either way: a row's draws depend only on its
+    global row.
     """
 
     def __init__(self, rate: float):
@@ -99,24 +105,26 @@ class BlockPicks:
         out = picks & valid if onto is None else onto ^ (picks & valid)
         if self.t2 == 2**32:
             return out
+        if fusion.target() == "gpu":
+            return out ^ tf.where(u >= self.t2, self._escaped(key, rows, n_words) & valid, nothing)
 
         def trip(todo, out):
             """One row with escapes: their picks drawn again and xor-ed in."""
             r = tf.argmax(tf.cast(todo, tf.int32), output_type=tf.int32)
             row = Rows(tf.cast(rows.start, tf.int32) + r, 1, rows.total)
             escaped = rng.bits(rng.fold_in(key, 6), row, (n_words,))[0] >= self.t2  # u of row r, drawn again
-            redone = tf.where(escaped, self._escaped(key, row, n_words) & valid[0], nothing)
+            redone = tf.where(escaped, self._escaped(key, row, n_words)[0] & valid[0], nothing)
             return todo & (tf.range(rows.size) != r), tf.tensor_scatter_nd_update(out, [[r]], (out[r] ^ redone)[None])
 
         todo = tf.reduce_max(u, 1) >= self.t2
         return tf.while_loop(lambda todo, _: tf.reduce_any(todo), trip, (todo, out))[1]
 
-    def _escaped(self, key: tf.Tensor, row: Rows, n_words: int) -> tf.Tensor:
-        """uint32 (W,): every block of one row drawn as an escape: a count, then Floyd's positions."""
+    def _escaped(self, key: tf.Tensor, rows: Rows, n_words: int) -> tf.Tensor:
+        """uint32 (B, W): every block of these rows drawn as an escape: a count, then Floyd's positions."""
         k = len(self.thresholds)
-        words = rng.bits(rng.fold_in(key, 7), row, (n_words, k + 1))[0]
-        count = tf.reduce_sum(tf.cast(words[:, :1] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
-        picks = _floyd(bitpack.WORD_BITS, count, tf.cast(words[:, 1:], tf.uint64), k)
+        words = rng.bits(rng.fold_in(key, 7), rows, (n_words, k + 1))
+        count = tf.reduce_sum(tf.cast(words[..., :1] >= tf.constant(self.thresholds, tf.uint32), tf.int32), -1)
+        picks = _floyd(bitpack.WORD_BITS, count, tf.cast(words[..., 1:], tf.uint64), k)
         return tf.add_n([tf.where(i < count, tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(t, tf.uint32)),
                                   tf.zeros([], tf.uint32)) for i, t in enumerate(picks)])  # distinct bits: sum = or
 
@@ -162,14 +170,16 @@ class GeneMask:
         Floyd's algorithm for a ``count``-subset of range(size): step i draws t in [0, j],
         j = size - count + i, and takes j instead if t was taken before (j never was). Under XLA
         every step costs its work on every row, though a row uses step i only when its count
-        exceeds i (with ``rate * size`` = 1, one row in 270 uses more than four), so the first
-        ``HEAD_STEPS`` run on every row and the rest on the rows that use them (``_tail``).
+        exceeds i (with ``rate * size`` = 1, one row in 270 uses more than four), so for the CPU
+        target the first ``HEAD_STEPS`` run on every row and the rest on the rows that use them
+        (``_tail``, a loop). For the GPU target every step runs on every row, unrolled, with no loop:
+        the idle steps cost little on a GPU's many cores, a loop's trip read back to the host a lot.
         """
         word = rng.bits(rng.fold_in(key, 1), rows, ())
         count = tf.reduce_sum(tf.cast(word[:, None] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
         k = len(self.thresholds)
         draws = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (k,)), tf.uint64)
-        h = min(k, HEAD_STEPS) if xla_active() else k
+        h = min(k, HEAD_STEPS) if fusion.xla_active() and fusion.target() == "cpu" else k
         # pinned together, so that XLA runs the steps once per row, not again for each later step
         head = tf.stack(materialize(_floyd(self.size, count, draws, h), key), 1)
         marks = mark(head, tf.range(h)[None, :] < count[:, None], lambda x: materialize(x, key))

@@ -90,11 +90,12 @@ class ShuffleMutation(_Mutation):
         words = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (length,)), tf.uint64)
         drawn = pos + tf.cast(tf.bitwise.right_shift(words * span, tf.constant(32, tf.uint64)), tf.int32)
         inside = (pos >= a) & (pos < b) & mutate
-        return fisher_yates(tf.where(inside, drawn, pos), tf.reduce_min(a), tf.reduce_max(b))
+        return fisher_yates(tf.where(inside, drawn, pos), tf.reduce_min(a), tf.reduce_max(b),
+                            every_position=fusion.target() == "gpu")
 
 
 @tf.function(jit_compile=True, autograph=False)
-def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Tensor:
+def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor, every_position: bool = False) -> tf.Tensor:
     """int32 (B, L): the identity of each row after swapping positions i and ``targets[:, i]`` for
     i = start .. stop - 1 in turn (a Fisher-Yates shuffle where the targets are uniform in [i, b)).
 
@@ -102,6 +103,11 @@ def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Te
     no sort (XLA's CPU sort is a slow generic comparison sort). Always compiled, also when called
     eagerly or from a graph: a loop of L small steps is what XLA runs well and what dispatching
     each step from Python or the graph executor makes slow.
+
+    ``every_position`` (the GPU target): the loop runs over every position 0 .. L - 1, a static trip count,
+    instead of ``start`` .. ``stop`` - 1, whose count depends on the draws: XLA:GPU runs a loop of known
+    trip count on the device, but reads a data-dependent condition back to the host on every trip.
+    Positions outside [start, stop) target themselves, so their swaps change nothing: the same result.
     """
     b, n = targets.shape
     column = tf.range(b)
@@ -116,6 +122,8 @@ def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Te
                                                   tf.concat([tf.gather_nd(t, there), t[i]], 0))
 
     identity = tf.tile(tf.range(n)[:, None], [1, b])
+    if every_position:
+        return tf.transpose(tf.while_loop(lambda i, _: i < n, swap, (tf.constant(0), identity))[1])
     return tf.transpose(tf.while_loop(lambda i, _: i < stop, swap, (start, identity))[1])
 
 
