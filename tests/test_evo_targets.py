@@ -204,7 +204,8 @@ def test_every_selection_and_fitness_has_a_case():
         return {n for n, c in vars(module).items() if isinstance(c, type) and issubclass(c, base)
                 and c not in (base, *bases) and c.__module__ == module.__name__}
 
-    assert public(selection, selection.Selection) <= set(SELECTIONS)
+    # NSGA3 needs several objectives: test_nsga3_keeps_only_its_bounded_front_loop_... covers it
+    assert public(selection, selection.Selection) <= set(SELECTIONS) | {"NSGA3"}
     assert public(fitness, fitness.Fitness, fitness.MultiObjective) <= set(FITNESSES)
 
 
@@ -217,6 +218,19 @@ def test_every_selection_compiles_for_the_gpu_target_without_loops_but_its_bound
 def test_nsga2_on_many_objectives_keeps_only_its_bounded_front_loop(objectives):
     fitness = evo.fitness.Objectives(lambda x: weighted(x, objectives), ("max",) * objectives, (-1.0,) * objectives)
     check_loops(binary_model, fitness, evo.selection.NSGA2(), binary(), 1)
+
+
+@pytest.mark.parametrize("objectives", [3, 5])
+def test_nsga3_keeps_only_its_bounded_front_loop_and_gives_the_cpu_targets_result(objectives):
+    """NSGA3 ranks fronts as NSGA2 does (the one bounded loop) and niches by one sort, with no loop;
+    its integer objectives give the same selection on both targets."""
+    def fitness():
+        return evo.fitness.Objectives(lambda x: weighted(x, objectives), ("max",) * objectives,
+                                      (-1.0,) * objectives, quality="igd",
+                                      reference_front=np.eye(objectives, dtype=np.float32) * L * L)
+
+    check_loops(binary_model, fitness(), evo.selection.NSGA3(), binary(), 1)
+    check_results(binary_model, fitness(), evo.selection.NSGA3(), binary(), True)
 
 
 @pytest.mark.parametrize("name", sorted(FITNESSES))
