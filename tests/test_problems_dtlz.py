@@ -57,7 +57,7 @@ def test_the_numpy_fronts_are_the_engines():
     r = np.random.default_rng(0)
     f = np.round(r.random((50, 4)) * 3) / 3
     v = np.where(r.random(50) < 0.2, r.random(50), 0.0)
-    rank = nsga3_numpy.ranks(f, v, 50)
+    rank = nsga3_numpy.numpy_ranks(f, v, 50)
     g, vv = evo.pareto.minimise_space(tf.constant(np.c_[f, v], tf.float32), (-1.0,) * 4)
     np.testing.assert_array_equal(rank, evo.pareto.ranks(g, vv).numpy())
 

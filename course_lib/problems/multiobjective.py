@@ -175,18 +175,29 @@ def numpy_pm(x, r, low=0.0, high=1.0, eta=20.0):
     return np.where(r.random(x.shape) < 1.0 / x.shape[1], y, x)
 
 
-def numpy_survivors(f: np.ndarray, n: int) -> np.ndarray:
-    """The ``n`` best rows of minimised objectives ``f`` by front, then crowding distance."""
-    p, m = f.shape
-    beats = np.all(f[:, None, :] <= f[None, :, :], axis=2) & np.any(f[:, None, :] < f[None, :, :], axis=2)
+def numpy_ranks(f: np.ndarray, violation: np.ndarray, until: int) -> np.ndarray:
+    """int (P,): non-dominated fronts by Deb's rules (feasible first, then less violation, then Pareto
+    dominance) of minimised ``f`` (P, M), assigned until at least ``until`` rows have one (the rest P)."""
+    p = len(f)
+    feasible = violation == 0
+    pareto = np.all(f[:, None] <= f[None], axis=2) & np.any(f[:, None] < f[None], axis=2)
+    beats = (feasible[:, None] & feasible[None] & pareto) | (feasible[:, None] & ~feasible[None]) | \
+        (~feasible[:, None] & ~feasible[None] & (violation[:, None] < violation[None]))
     count = beats.sum(axis=0)
     rank = np.full(p, p)
     r = 0
-    while (rank < p).sum() < n:
+    while (rank < p).sum() < until:
         front = (count == 0) & (rank == p)
         rank[front] = r
-        count -= beats[front].sum(axis=0)
+        count = count - beats[front].sum(axis=0)
         r += 1
+    return rank
+
+
+def numpy_survivors(f: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` best rows of minimised objectives ``f`` by front, then crowding distance."""
+    p, m = f.shape
+    rank = numpy_ranks(f, np.zeros(p), n)
     dist = np.zeros(p)
     for k in range(m):
         o = np.lexsort((f[:, k], rank))

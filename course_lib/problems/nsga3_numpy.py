@@ -19,30 +19,11 @@ import numpy as np
 
 from course_lib.evo import nsga3
 from course_lib.problems.dtlz import Dtlz
-from course_lib.problems.multiobjective import numpy_pm, numpy_sbx
+from course_lib.problems.multiobjective import numpy_pm, numpy_ranks, numpy_sbx
 
 ASF_EPSILON = 1e-6
 INTERCEPT_FLOOR = 1e-6
 TIE = 1e-5
-
-
-def ranks(f: np.ndarray, violation: np.ndarray, until: int) -> np.ndarray:
-    """int (P,): non-dominated fronts by Deb's rules (feasible first, then less violation, then Pareto
-    dominance) of minimised ``f`` (P, M), assigned until at least ``until`` rows have one (the rest P)."""
-    p = len(f)
-    feasible = violation == 0
-    pareto = np.all(f[:, None] <= f[None], axis=2) & np.any(f[:, None] < f[None], axis=2)
-    beats = (feasible[:, None] & feasible[None] & pareto) | (feasible[:, None] & ~feasible[None]) | \
-        (~feasible[:, None] & ~feasible[None] & (violation[:, None] < violation[None]))
-    count = beats.sum(axis=0)
-    rank = np.full(p, p)
-    r = 0
-    while (rank < p).sum() < until:
-        front = (count == 0) & (rank == p)
-        rank[front] = r
-        count = count - beats[front].sum(axis=0)
-        r += 1
-    return rank
 
 
 @dataclass
@@ -105,7 +86,7 @@ def survivors(f: np.ndarray, violation: np.ndarray, n: int, directions: np.ndarr
     violation = np.where(bad, np.inf, np.maximum(violation, 0.0))
     f = np.where(bad[:, None], 0.0, f)
     p = len(f)
-    rank = ranks(f, violation, n)
+    rank = numpy_ranks(f, violation, n)
     sizes = np.bincount(rank, minlength=p + 1)
     last = int(np.argmax(np.cumsum(sizes) >= n))
     kept, cut, pool = rank < last, rank == last, rank <= last
