@@ -19,7 +19,7 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
     step, ``step_ms`` and twice that (the consumer computes a ``Work`` of that length per batch).
     ``work`` is a calibrated step to use at ``step_ms`` (its ``ms`` by default), so the widget's
     steps are the ones timed elsewhere; without it one ``Work(step_ms)`` is calibrated here.
-    The variants run in turns (``bench.compare(in_turns=True)``), so a change in the machine's load
+    The variants run in turns (``bench.compare`` always times in turns), so a change in the machine's load
     hits them alike.
     """
     from course_lib.speedup_widget import SpeedupWidget
@@ -60,5 +60,5 @@ def pipeline_widget(shards: Shards, variants: Sequence[str] = VARIANTS, *, laten
     return SpeedupWidget({v: builder(v) for v in variants}, sizes=sizes,
                          defaults={"record_ms": round(latency.record_s * 1e3, 3),
                                    "map_ms": round(latency.map_s * 1e3, 3), "step_ms": round(step_ms, 3)},
-                         baseline=variants[0], repeats=repeats, in_turns=True,
+                         baseline=variants[0], repeats=repeats,
                          title=f"tf.data: one epoch of {shards.n_records} records")
