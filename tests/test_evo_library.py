@@ -291,7 +291,7 @@ def test_a_saved_model_loads_and_evolves_bit_identically(tmp_path):
     model = evo.Model([x], [a, b], name="two outputs")
     model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Rank(pressure=1.7, elitism=1),
                   mode="graph", seed=11, pack=False)
-    model.save(tmp_path / "model.npz")
+    evo.save_model(model, tmp_path / "model.npz")
     loaded = evo.load_model(tmp_path / "model.npz")
     assert loaded.signature(16) == model.signature(16) and loaded.name == "two outputs"
     pop = evo.population.random_integers((16, 24), 0, 2, seed=2)
@@ -302,7 +302,7 @@ def test_a_fitness_holding_data_saves_its_arrays(tmp_path):
     fitness = evo.fitness.TSP(coordinates=cities(0), loadable=True)
     model, _ = tsp_model(fitness)
     fitness.load(coordinates=cities(2))  # the loaded cities are what is saved
-    model.save(tmp_path / "tsp.npz")
+    evo.save_model(model, tmp_path / "tsp.npz")
     loaded = evo.load_model(tmp_path / "tsp.npz")
     np.testing.assert_array_equal(np.asarray(loaded.fitness.distances), np.asarray(fitness.distances))
     assert loaded.fitness.loadable
@@ -316,14 +316,14 @@ def test_a_fitness_holding_data_saves_its_arrays(tmp_path):
 
 def test_loading_what_is_not_a_model_or_names_an_unknown_op_is_a_clear_error(tmp_path):
     np.savez(tmp_path / "other.npz", population=np.zeros((2, 2)))
-    with pytest.raises(ValueError, match="not a model saved by model.save"):
+    with pytest.raises(ValueError, match="not a model saved by evo.save_model"):
         evo.load_model(tmp_path / "other.npz")
     (tmp_path / "text.npz").write_text("hello")
-    with pytest.raises(ValueError, match="not a model saved by model.save"):
+    with pytest.raises(ValueError, match="not a model saved by evo.save_model"):
         evo.load_model(tmp_path / "text.npz")
     x = evo.Input(shape=(4,), dtype="int32")
     model = evo.Model(x, Negate()(x))
-    model.save(tmp_path / "custom.npz")
+    evo.save_model(model, tmp_path / "custom.npz")
     from course_lib.evo.ops.base import REGISTRY
 
     del REGISTRY["Negate"]  # as in a process that never defined it
@@ -335,7 +335,7 @@ def test_loading_what_is_not_a_model_or_names_an_unknown_op_is_a_clear_error(tmp
     model.compile(fitness=evo.fitness.Function(lambda p: tf.reduce_sum(p, 1), maximize=True),
                   selection=evo.selection.Tournament(size=2))
     with pytest.raises(TypeError, match="Function cannot be saved.*subclass"):
-        model.save(tmp_path / "function.npz")
+        evo.save_model(model, tmp_path / "function.npz")
 
 
 # -- no false alarm --------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def test_builders_reject_bad_sizes():
         graphs.matmul_variants()["eager"](n=2.5)
     with pytest.raises(ValueError, match="batch must be"):
         graphs.train_step_variants()["train_on_batch"](batch=-1)
-    with pytest.raises(ValueError, match="elements must be"):
+    with pytest.raises(TypeError, match="elements must be"):
         graphs.small_ops_variants(elements=True)
 
 

@@ -223,14 +223,6 @@ class Model:
             self._programs[key] = build()
         return self._programs[key]
 
-    # -- saving --------------------------------------------------------------------------
-    def save(self, path) -> None:
-        """Write the graph, every op's config and (once compiled) fitness, selection, mode and seed to
-        ``path`` (an .npz file); ``evo.load_model(path)`` rebuilds it (see ``evo.saving``)."""
-        from course_lib.evo import saving  # saving builds models: it imports this module
-
-        saving.save_model(self, path)
-
     # -- evolve --------------------------------------------------------------------------
     def ask_tell(self, population=None, *, resume_from=None):
         """An ask/tell loop (``evo.AskTell``) for a fitness computed outside TensorFlow: ``ask()`` gives

@@ -1,6 +1,6 @@
 """Models saved and loaded: the graph and every part's config in one ``.npz`` file.
 
-``model.save(path)`` writes the Input, each op (its registered class name and ``get_config``),
+``evo.save_model(model, path)`` writes the Input, each op (its registered class name and ``get_config``),
 the nodes in the order the model runs them (so each op draws the same random numbers), the
 outputs and, once compiled, the fitness and selection (class and ``get_config``) with mode,
 seed, packing and generator. Array values (a TSP's distances, a knapsack's weights) are stored
@@ -62,14 +62,14 @@ def load_model(path) -> Model:
     """The model ``save_model`` wrote to ``path``, rebuilt and compiled as it was."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no saved model at {path!r}; write one with model.save(path)")
+        raise FileNotFoundError(f"no saved model at {path!r}; write one with evo.save_model(model, path)")
     try:
         with np.load(path, allow_pickle=False) as data:
             stored = {k: data[k] for k in data.files}
     except (ValueError, OSError) as exc:
-        raise ValueError(f"{path!r} is not a model saved by model.save (not an .npz file): {exc}") from exc
+        raise ValueError(f"{path!r} is not a model saved by evo.save_model (not an .npz file): {exc}") from exc
     if "evo_model" not in stored:
-        raise ValueError(f"{path!r} is an .npz file but not a model saved by model.save (it holds "
+        raise ValueError(f"{path!r} is an .npz file but not a model saved by evo.save_model (it holds "
                          f"{sorted(stored)[:5]}); an evolve checkpoint is resumed with evolve(resume_from=...)")
     description = json.loads(str(stored["evo_model"]))
     if description.get("format") != FORMAT or description.get("version") != VERSION:
