@@ -81,7 +81,6 @@ def lectures(folder: Path = NOTEBOOKS, only: Sequence[str] | None = None) -> lis
 # that changes a seeded result, such as a GA's generations, stays at its default.
 _FASTEST_EXTRA = {
     "06": {"TRAIN_STEPS": "30", "AUTO_JIT": "False"},  # auto-clustering: tests/test_models_gan.py runs it
-    "07": {"AUTO_JIT_ROUNDS": "1"},
     "08": {"THREAD_REPEATS": "1"},
     "13": {"BENCH_GENERATIONS": "10"},
     "14": {"TTQ_BUDGET": "[1.0, 2.0]", "KNOB_GENERATIONS": "50", "KNOB_STARTS": "2"},  # each GA still compiles and runs

@@ -9,7 +9,6 @@ import tensorflow as tf
 
 from course_lib import bench, xla
 from course_lib.benchmarks import xla as bench_xla
-from course_lib.xla import auto_clustering
 
 
 @pytest.fixture(scope="module")
@@ -183,36 +182,25 @@ def test_auto_clustering_needs_the_cpu_flag_on_a_cpu():
     assert gpu_only["compilations"] == 0 or tf.config.list_physical_devices("GPU")
 
 
-def test_jit_vs_auto_runs_every_variant_in_fresh_processes_and_counts_compilations():
-    c = xla.jit_vs_auto(n=1000, repeats=1)
+def test_jit_vs_auto_times_live_processes_in_turns_and_counts_compilations():
+    c = xla.jit_vs_auto(n=1000, repeats=2)
     assert c.names == [xla.GRAPH, xla.JIT, xla.AUTO]
+    assert all(len(c[name].times_s) == 2 for name in c.names)
+    assert c.twin is not None and len(c.twin.times_s) == 2  # the plain graph's A/A twin sets the noise floor
     assert c.params["compilations"] == {xla.GRAPH: 0, xla.JIT: 1, xla.AUTO: c.params["compilations"][xla.AUTO]}
     assert c.params["compilations"][xla.AUTO] >= 1
     assert c.params["TF_XLA_FLAGS"] == {xla.GRAPH: "", xla.JIT: "", xla.AUTO: xla.AUTO_JIT_FLAGS}
     assert set(c.params["start-up (s)"]) == set(c.names) and min(c.params["start-up (s)"].values()) > 0
 
 
-def test_process_comparison_alternates_the_variants_and_pools_their_repeats(monkeypatch):
-    calls = []
-
-    def fake_run(target, flags, *, timeout, **kwargs):
-        calls.append((flags, kwargs["tag"]))
-        t = bench.Timing(kwargs["tag"], first_call_s=len(calls), times_s=[0.01 * len(calls)], number=1)
-        return {"timing": t.to_dict(), "compilations": len(calls) if flags else 0}
-
-    monkeypatch.setattr(auto_clustering, "run_with_flags", fake_run)
-    c = xla.process_comparison("m:f", {"a": ("", {"tag": "a"}), "b": ("--x", {"tag": "b"})}, rounds=3, n=5)
-    assert calls == [("", "a"), ("--x", "b")] * 3
-    assert c["a"].times_s == pytest.approx([0.01, 0.03, 0.05]) and c["b"].times_s == pytest.approx([0.02, 0.04, 0.06])
-    assert c["a"].first_call_s == 3 and c.baseline == "a"  # the median first call over the rounds
-    assert c.params["compilations"] == {"a": 0, "b": 6} and c.params["rounds"] == 3 and c.params["n"] == 5
-
-
-def test_process_comparison_refuses_bad_input():
-    with pytest.raises(ValueError, match="at least one variant"):
-        xla.process_comparison("course_lib.xla.auto_clustering:auto_clustered_worker", {})
-    with pytest.raises(ValueError, match="rounds must be"):
-        xla.process_comparison("course_lib.xla.auto_clustering:auto_clustered_worker", {"a": ("", {})}, rounds=0)
+def test_counted_call_counts_the_compilations_of_its_first_call_only():
+    fn = tf.function(lambda x: x * 2 + 1, jit_compile=True)
+    call = xla.CountedCall(lambda: fn(tf.ones(7)), start_up_s=0.5)
+    assert call.info() == {"compilations": None, "start_up_s": 0.5}  # not called yet
+    assert np.asarray(call()).tolist() == [3.0] * 7
+    assert call.info()["compilations"] == 1
+    call()
+    assert call.info() == {"compilations": 1, "start_up_s": 0.5}
 
 
 def test_compile_error_returns_the_error_without_the_native_log(capfd):
@@ -268,11 +256,11 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     import json
 
     out = tmp_path / "xla.json"
-    assert bench_xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--rounds", "1", "--no-auto-jit",
+    assert bench_xla.bench_xla(["--n", "1000", "--sizes", "16", "--repeats", "1", "--no-auto-jit",
                           "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [
-        "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, fresh processes",
+        "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, each in its own live process, in turns",
         "elementwise chain, n=16", "random numbers, n=16", "random bits, n=16", "Box-Muller, n=16"]
     assert "wrote" in capsys.readouterr().out
 

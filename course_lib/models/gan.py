@@ -415,26 +415,10 @@ def throughput(plan: Sequence[tuple[str, int]], *, gan: GAN | None = None, image
     return Throughput(comparison, list(plan))
 
 
-class _CountedStep:
-    """A step whose first call is profiled for the XLA clusters it compiles (read back with ``info``)."""
-
-    def __init__(self, step: Callable[[], object]):
-        self.step, self.compilations = step, None
-
-    def __call__(self):
-        if self.compilations is None:
-            out, self.compilations = xla.compilations_in(lambda: bench.force(self.step()))
-            return out
-        return self.step()
-
-    def info(self) -> dict:
-        return {"compilations": self.compilations}
-
-
-def step_worker(key: str, size: int, batch: int, seed: int, n_images: int) -> _CountedStep:
+def step_worker(key: str, size: int, batch: int, seed: int, n_images: int) -> xla.CountedCall:
     """Runs in a live worker process (``auto_clustering``): the step to time, which counts the XLA
     compilations its first call causes."""
-    return _CountedStep(make_step(key, GAN(size=size, seed=seed), batch=batch, seed=seed, n_images=n_images))
+    return xla.CountedCall(make_step(key, GAN(size=size, seed=seed), batch=batch, seed=seed, n_images=n_images))
 
 
 def auto_clustering(*, size: int = 28, batch: int = 256, repeats: int = 10, seed: int = 0,

@@ -7,7 +7,7 @@ recompilation on new shapes and how to avoid it; ``workloads`` holds the cases w
 (a fusable elementwise chain) and where it does not (random numbers, whose two halves are workloads of
 their own, and small graphs), with the readings of their comparisons; ``widget`` is the live comparison;
 ``machine_code`` reads the code XLA generates; ``auto_clustering`` runs auto-clustering, whose flag is
-read when TensorFlow starts, in fresh processes. ``course bench xla`` lives in
+read when TensorFlow starts, in processes of its own. ``course bench xla`` lives in
 ``course_lib.benchmarks.xla``. Their public names are gathered here, so ``from course_lib import xla`` is
 all a notebook needs.
 """
@@ -15,11 +15,11 @@ all a notebook needs.
 from course_lib.xla.auto_clustering import (
     AUTO_JIT_FLAGS,
     START_UP_N,
+    CountedCall,
     auto_clustered_worker,
     jit_vs_auto,
-    process_comparison,
     run_with_flags,
-    timing_from_dict,
+    workload_worker,
 )
 from course_lib.xla.counting import (
     busy_threads,
@@ -81,13 +81,13 @@ from course_lib.xla.workloads import (
 )
 
 __all__ = [
-    "AUTO", "AUTO_JIT_FLAGS", "BUCKETS", "CompiledCode", "ELEMENTWISE", "GRAPH", "Instruction", "JIT", "LIBM",
-    "SEED", "STAGES", "START_UP_N", "STRATEGIES", "WORKLOADS", "auto_clustered_worker", "box_muller",
+    "AUTO", "AUTO_JIT_FLAGS", "BUCKETS", "ELEMENTWISE", "GRAPH", "JIT", "LIBM", "SEED", "STAGES", "START_UP_N",
+    "STRATEGIES", "WORKLOADS", "CompiledCode", "CountedCall", "Instruction", "auto_clustered_worker", "box_muller",
     "break_even_calls", "bucket", "busy_threads", "cache_bytes", "compilations_in", "compile_error",
     "compiled_code", "compiled_code_worker", "count_compilations", "count_fusions", "describe", "elementwise_chain",
     "fused_ops", "fusion_rows", "graph_kernels", "hlo", "hlo_ops", "is_jit", "jit", "jit_vs_auto",
-    "masked_chain_mean", "measure_and_count", "native_log_held", "pad_to_bucket", "parse_hlo", "process_comparison",
-    "random_bits", "random_numbers", "recompilation_table", "recompilations", "run_with_flags", "speedup_widget",
-    "timing_from_dict", "unsupported_ops", "variant_threads", "workload_args", "workload_function",
-    "workload_input", "workload_variants",
+    "masked_chain_mean", "measure_and_count", "native_log_held", "pad_to_bucket", "parse_hlo", "random_bits",
+    "random_numbers", "recompilation_table", "recompilations", "run_with_flags", "speedup_widget",
+    "unsupported_ops", "variant_threads", "workload_args", "workload_function", "workload_input",
+    "workload_variants", "workload_worker",
 ]

@@ -2,21 +2,18 @@
 
 ``jit_compile=True`` compiles one ``tf.function`` as a whole. Auto-clustering
 (``TF_XLA_FLAGS=--tf_xla_auto_jit=2``) lets TensorFlow carve compilable clusters out of every graph
-instead; the flag is read when TensorFlow starts, so it is measured in a fresh process
-(``run_with_flags``, through ``course_lib.processes``), and on a CPU it also needs
-``--tf_xla_cpu_global_jit`` (without it only GPU clusters are formed). Variants compared with it run in
-fresh processes too (``process_comparison``)."""
+instead; the flag is read when TensorFlow starts, so it is measured in a process started with it
+(``run_with_flags`` for one call, ``jit_vs_auto`` for live processes timed in turns), and on a CPU it also
+needs ``--tf_xla_cpu_global_jit`` (without it only GPU clusters are formed)."""
 
 from __future__ import annotations
 
-import statistics
-from typing import Any, Mapping
+from typing import Any, Callable
 
 import tensorflow as tf
 
 from course_lib import bench, processes
-from course_lib.arguments import whole
-from course_lib.xla.counting import measure_and_count
+from course_lib.xla.counting import compilations_in, measure_and_count
 from course_lib.xla.workloads import AUTO, GRAPH, JIT, workload_args, workload_function
 
 AUTO_JIT_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
@@ -28,78 +25,68 @@ def run_with_flags(target: str, flags: str = AUTO_JIT_FLAGS, *, timeout: float =
     return processes.run(target, kwargs=kwargs, xla_flags=flags, timeout=timeout).result
 
 
-def timing_from_dict(d: Mapping) -> bench.Timing:
-    """A ``bench.Timing`` back from ``Timing.to_dict()`` (how a subprocess reports one)."""
-    return bench.Timing(name=d["name"], first_call_s=d["first_call_s"], times_s=list(d["times_s"]),
-                        number=d["number"])
-
-
-def process_comparison(target: str, variants: Mapping[str, tuple[str, Mapping]], *, rounds: int = 1,
-                       title: str = "", timeout: float = 600, **kwargs) -> bench.Comparison:
-    """Compare variants that each run in a fresh process: ``name -> (TF_XLA_FLAGS, extra kwargs)``.
-
-    When one variant needs its own process (auto-clustering is set when TensorFlow starts), the variants it
-    is compared with run in fresh processes too, so no ratio sets a child process against the notebook's
-    warm one. ``target`` is a ``module:function`` returning ``{"timing": Timing.to_dict(), "compilations":
-    int}`` and optionally ``"start_up_s"`` (the process's first call, before the timed one; its median over the
-    rounds goes to ``params["start-up (s)"]``); ``rounds`` run every variant once in turn (A, B, A, B, ...),
-    so a machine that slows down hits all variants alike, and each variant's timed repeats are pooled. The
-    baseline is the first variant.
-    """
-    if not variants:
-        raise ValueError("process_comparison needs at least one variant: {name: (flags, kwargs)}")
-    whole("rounds", rounds, 1)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    firsts: dict[str, list[float]] = {name: [] for name in variants}
-    compilations: dict[str, list[int]] = {name: [] for name in variants}
-    start_ups: dict[str, list[float]] = {name: [] for name in variants}
-    number: dict[str, int] = {}
-    for _ in range(rounds):
-        for name, (flags, extra) in variants.items():
-            result = run_with_flags(target, flags, timeout=timeout, **kwargs, **dict(extra))
-            timing = timing_from_dict(result["timing"])
-            times[name] += timing.times_s
-            firsts[name].append(timing.first_call_s)
-            compilations[name].append(result["compilations"])
-            if "start_up_s" in result:
-                start_ups[name].append(result["start_up_s"])
-            number.setdefault(name, timing.number)
-    timings = [bench.Timing(name, statistics.median(firsts[name]), times[name], number[name]) for name in variants]
-    params = {**kwargs, "rounds": rounds, "TF_XLA_FLAGS": {n: f for n, (f, _) in variants.items()},
-              "compilations": {n: max(c) for n, c in compilations.items()}}
-    if all(start_ups.values()):
-        params["start-up (s)"] = {n: statistics.median(s) for n, s in start_ups.items()}
-    return bench.Comparison(timings, baseline=next(iter(variants)), machine=bench.machine(), title=title,
-                            params=params)
-
-
 START_UP_N = 16  # elements of the call that starts TensorFlow's (and XLA's) machinery in a fresh process
 
 
-def auto_clustered_worker(workload: str, n: int, repeats: int = 5, jit_compile: bool = False) -> dict:
-    """Runs in a fresh process: a tf.function of the workload (auto-clustered when the process started with
-    the flags, or ``jit_compile``), its timing and the XLA compilations it caused at ``n`` elements.
+class CountedCall:
+    """A zero-argument call whose first call is profiled for the XLA executables it compiles: what a live
+    worker (``processes.Workers``) reports through ``info()``, beside anything else it was given."""
 
-    The function is first called once on ``START_UP_N`` elements (``start_up_s``): that first call of the
-    process also pays the one-time start-up of what it uses (XLA's compiler among them), so the first call
-    then timed at ``n`` holds only this shape's tracing and compiling, as in a process already running."""
+    def __init__(self, call: Callable[[], Any], **info: Any):
+        self.call, self.compilations, self.extra = call, None, info
+
+    def __call__(self) -> Any:
+        if self.compilations is None:
+            out, self.compilations = compilations_in(lambda: bench.force(self.call()))
+            return out
+        return self.call()
+
+    def info(self) -> dict:
+        return {"compilations": self.compilations, **self.extra}
+
+
+def workload_worker(workload: str, n: int, jit_compile: bool = False) -> CountedCall:
+    """Runs in a live worker process (``jit_vs_auto``): a tf.function of the workload on ``n`` elements,
+    auto-clustered when the process started with the flags, or ``jit_compile``.
+
+    The function is first called once on ``START_UP_N`` elements (``info()["start_up_s"]``): that first call
+    of the process also pays the one-time start-up of what it uses (XLA's compiler among them), so the first
+    call then timed at ``n`` holds only this shape's tracing and compiling, as in a process already running."""
     fn = tf.function(workload_function(workload), jit_compile=True if jit_compile else None)
     small = workload_args(workload, START_UP_N)
     start_up = bench.measure(lambda: fn(*small), name="start-up", repeats=1, warmup=0, number=1).first_call_s
     args = workload_args(workload, n)
-    timing, compilations = measure_and_count(lambda: fn(*args), name=workload, repeats=repeats)
-    return {"timing": timing.to_dict(), "compilations": compilations, "start_up_s": start_up}
+    return CountedCall(lambda: fn(*args), start_up_s=start_up)
+
+
+def auto_clustered_worker(workload: str, n: int, repeats: int = 5, jit_compile: bool = False) -> dict:
+    """Runs in a fresh process (``run_with_flags``): ``workload_worker``'s call timed, with the XLA
+    compilations its first call caused and the process's start-up call, as JSON."""
+    call = workload_worker(workload, n, jit_compile)
+    timing, compilations = measure_and_count(call.call, name=workload, repeats=repeats)
+    return {"timing": timing.to_dict(), "compilations": compilations, **call.extra}
 
 
 def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repeats: int = 5,
-                flags: str = AUTO_JIT_FLAGS, auto: bool = True, rounds: int = 1) -> bench.Comparison:
-    """The plain graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering on one workload,
-    each in fresh processes, ``rounds`` times in turn (``process_comparison``); ``params["compilations"]``
-    holds how many XLA executables each variant compiled, ``params["start-up (s)"]`` each process's first call
-    (``auto_clustered_worker``)."""
-    variants = {GRAPH: ("", {}), JIT: ("", {"jit_compile": True})}
+                flags: str = AUTO_JIT_FLAGS, auto: bool = True) -> bench.Comparison:
+    """The plain graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering on one workload.
+
+    Auto-clustering is set when TensorFlow starts, so it needs a process of its own; so that no ratio sets
+    a child process against the notebook's warm one, every variant gets a live process of its own
+    (``processes.Workers``, with a second plain-graph process as the A/A twin), asked in turns for
+    ``repeats`` rounds. ``params["compilations"]`` holds how many XLA executables each variant's first call
+    compiled, ``params["start-up (s)"]`` each process's first call (``workload_worker``)."""
+    variants = {GRAPH: ({}, {}), JIT: ({}, {"jit_compile": True})}
     if auto:
-        variants[AUTO] = (flags, {})
-    return process_comparison("course_lib.xla.auto_clustering:auto_clustered_worker", variants, rounds=rounds,
-                              title=f"graph, jit_compile and auto-clustering: {workload}, n={n:,}, "
-                                    f"fresh processes", workload=workload, n=n, repeats=repeats)
+        variants[AUTO] = ({"TF_XLA_FLAGS": flags}, {})
+    with processes.Workers("course_lib.xla.auto_clustering:workload_worker", variants,
+                           kwargs={"workload": workload, "n": n}) as workers:
+        comparison = workers.compare(repeats=repeats, title=f"graph, jit_compile and auto-clustering: {workload}, "
+                                                            f"n={n:,}, each in its own live process, in turns",
+                                     params={"workload": workload, "n": n,
+                                             "TF_XLA_FLAGS": {name: env.get("TF_XLA_FLAGS", "")
+                                                              for name, (env, _) in variants.items()}})
+        info = {name: workers.info(name) for name in variants}
+    comparison.params["compilations"] = {name: i["compilations"] for name, i in info.items()}
+    comparison.params["start-up (s)"] = {name: i["start_up_s"] for name, i in info.items()}
+    return comparison
