@@ -290,10 +290,11 @@ def test_a_saved_model_loads_and_evolves_bit_identically(tmp_path):
     b = evo.ops.TwoPointCrossover(probability=0.7)(Negate(every=2)(x), a)  # two inputs
     model = evo.Model([x], [a, b], name="two outputs")
     model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Rank(pressure=1.7, elitism=1),
-                  mode="graph", seed=11, pack=False)
-    evo.save_model(model, tmp_path / "model.npz")
+                  mode="graph", seed=11, pack=False, target="cpu")
+    model.save(tmp_path / "model.npz")
     loaded = evo.load_model(tmp_path / "model.npz")
     assert loaded.signature(16) == model.signature(16) and loaded.name == "two outputs"
+    assert (loaded.mode, loaded.seed, loaded.pack, loaded.target) == ("graph", 11, False, "cpu")
     pop = evo.population.random_integers((16, 24), 0, 2, seed=2)
     assert_same(loaded.evolve(pop, generations=4), model.evolve(pop, generations=4))
 
@@ -336,6 +337,11 @@ def test_loading_what_is_not_a_model_or_names_an_unknown_op_is_a_clear_error(tmp
                   selection=evo.selection.Tournament(size=2))
     with pytest.raises(TypeError, match="Function cannot be saved.*subclass"):
         evo.save_model(model, tmp_path / "function.npz")
+    model.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2),
+                  metrics={"ones": lambda population, fitness: tf.reduce_mean(fitness)})
+    with pytest.raises(TypeError, match="metrics \\(ones\\) are Python functions and cannot be saved"):
+        model.save(tmp_path / "metrics.npz")
+    assert not (tmp_path / "metrics.npz").exists()
 
 
 # -- no false alarm --------------------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ import importlib
 
 from course_lib.evo import callbacks, fitness, nsga3, ops, pareto, population, saving, selection
 from course_lib.evo.ask_tell import AskTell
-from course_lib.evo.model import Model
+from course_lib.evo.model import Model, load_model
 from course_lib.evo.result import Result
-from course_lib.evo.saving import load_model, save_model
+from course_lib.evo.saving import save_model
 from course_lib.evo.symbolic import Input
 
 __all__ = ["Input", "Model", "Result", "AskTell", "load_model", "save_model", "ops", "fitness", "selection",

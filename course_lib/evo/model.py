@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from course_lib.evo import engine, fusion, rng, sharding
+from course_lib.evo import engine, fusion, rng, saving, sharding
 from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
@@ -223,6 +223,12 @@ class Model:
             self._programs[key] = build()
         return self._programs[key]
 
+    def save(self, path) -> None:
+        """Write the model (its graph, every part's config and, once compiled, its compile settings) to
+        ``path``, one .npz file; ``evo.load_model(path)`` gives it back, evolving bit-identically
+        (``course_lib.evo.saving``)."""
+        saving.save_model(self, path)
+
     # -- evolve --------------------------------------------------------------------------
     def ask_tell(self, population=None, *, resume_from=None):
         """An ask/tell loop (``evo.AskTell``) for a fitness computed outside TensorFlow: ``ask()`` gives
@@ -259,6 +265,16 @@ class Model:
             executor = sharding.Replicated(strategy, sharding.policy(distribution, migration_interval, migrants))
         return engine.evolve(self, executor, population, generations, callbacks=callbacks, batch_size=batch_size,
                              memory_budget=memory_budget, chunk=chunk, resume_from=resume_from)
+
+
+def load_model(path) -> Model:
+    """The model ``Model.save`` (or ``evo.save_model``) wrote to ``path``, rebuilt and compiled as it was;
+    a file that is no such model, or names an op that is not registered, is a ValueError."""
+    saved = saving.read_model(path)
+    model = Model(saved.input, saved.outputs, name=saved.name)
+    if saved.compile is not None:
+        model.compile(**saved.compile)
+    return model
 
 
 def _direction(fitness) -> str:

@@ -1,11 +1,13 @@
 """Models saved and loaded: the graph and every part's config in one ``.npz`` file.
 
-``evo.save_model(model, path)`` writes the Input, each op (its registered class name and ``get_config``),
-the nodes in the order the model runs them (so each op draws the same random numbers), the
-outputs and, once compiled, the fitness and selection (class and ``get_config``) with mode,
-seed, packing and generator. Array values (a TSP's distances, a knapsack's weights) are stored
-as arrays beside the JSON description. ``evo.load_model(path)`` rebuilds the model and compiles
-it as it was, so it evolves bit-identically.
+``model.save(path)`` (or ``evo.save_model(model, path)``) writes the Input, each op (its registered
+class name and ``get_config``), the nodes in the order the model runs them (so each op draws the same
+random numbers), the outputs and, once compiled, the fitness and selection (class and ``get_config``)
+with mode, seed, packing, generator and target (metrics, being Python functions, are not saved: a model
+compiled with them is refused). Array values (a TSP's distances, a knapsack's weights) are stored as
+arrays beside the JSON description. ``evo.load_model(path)`` rebuilds the model and compiles it as it
+was, so it evolves bit-identically: this module reads the file back (``read_model``) and
+``evo.model.load_model`` builds the Model of it, so the model imports its saving, not the reverse.
 
 Ops are found by name in the op registry (``evo.ops.registry()``): a custom op loads when its
 class has been defined or imported before ``load_model``. Fitness and selection classes are
@@ -18,20 +20,31 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import ops as ops_lib
 from course_lib.evo.callbacks import save_checkpoint
-from course_lib.evo.model import Model
-from course_lib.evo.symbolic import Input
+from course_lib.evo.symbolic import Input, SymbolicTensor
 
 FORMAT = "course_lib.evo model"
 VERSION = 1
 
 
-def save_model(model: Model, path) -> None:
+@dataclass
+class SavedModel:
+    """What a saved model holds: its Input and outputs, rebuilt from the stored ops, its name, and the
+    ``compile`` settings it had (None when it was saved uncompiled)."""
+
+    input: SymbolicTensor
+    outputs: list[SymbolicTensor]
+    name: str
+    compile: dict | None
+
+
+def save_model(model, path) -> None:
     """Write ``model`` (and its compile settings, if compiled) to ``path`` (an .npz file)."""
     arrays: dict[str, np.ndarray] = {}
     parts: list = []
@@ -52,14 +65,19 @@ def save_model(model: Model, path) -> None:
         "compile": None,
     }
     if model.fitness is not None:
+        if model.metrics:
+            raise TypeError(f"the model's metrics ({', '.join(model.metrics)}) are Python functions and cannot be "
+                            "saved: save it compiled without metrics, and pass metrics= to compile after loading")
         description["compile"] = {
             "fitness": _part(model.fitness, arrays), "selection": _part(model.selection, arrays),
-            "mode": model.mode, "seed": model.seed, "pack": model.pack, "generator": model.generator}
+            "mode": model.mode, "seed": model.seed, "pack": model.pack, "generator": model.generator,
+            "target": model.target}
     save_checkpoint(os.fspath(path), {"evo_model": np.str_(json.dumps(description)), **arrays})
 
 
-def load_model(path) -> Model:
-    """The model ``save_model`` wrote to ``path``, rebuilt and compiled as it was."""
+def read_model(path) -> SavedModel:
+    """What ``save_model`` wrote to ``path``: the ops rebuilt and called on a new Input, and the compile
+    settings with their fitness and selection rebuilt (``evo.load_model`` makes the Model of it)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no saved model at {path!r}; write one with evo.save_model(model, path)")
@@ -87,13 +105,11 @@ def load_model(path) -> Model:
     tensors = [Input(tuple(spec["shape"]), spec["dtype"], name=spec["name"])]
     for node in description["nodes"]:
         tensors.append(ops[node["op"]](*[tensors[i] for i in node["inputs"]]))
-    model = Model(tensors[0], [tensors[i] for i in description["outputs"]], name=description["name"])
     settings = description["compile"]
     if settings is not None:
-        model.compile(fitness=_built(settings["fitness"], stored), selection=_built(settings["selection"], stored),
-                      mode=settings["mode"], seed=settings["seed"], pack=settings["pack"],
-                      generator=settings["generator"])
-    return model
+        settings = {**settings, "fitness": _built(settings["fitness"], stored),
+                    "selection": _built(settings["selection"], stored)}
+    return SavedModel(tensors[0], [tensors[i] for i in description["outputs"]], description["name"], settings)
 
 
 def _part(part, arrays: dict) -> dict:
