@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, distribute, evo
+from course_lib import bench, distribute, evo, graphs
 from course_lib.evo import bitpack, engine, executors, fusion, rng
 from course_lib.problems.numpy_ga import numpy_onemax
 
@@ -196,9 +196,10 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
             return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]
         return lambda: run(state.population, state.fitness, count)
 
-    cmp = bench.compare({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
-                        repeats=repeats, warmup=0, in_turns=True,
-                        title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
+    with graphs.captured_tf_warnings():  # one tf.function per part, each traced once: no retracing to warn of
+        cmp = bench.compare({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
+                            repeats=repeats, warmup=0, in_turns=True,
+                            title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
     timed = {t.name: t.median_s / generations for t in cmp.timings}
     seconds = {name: s for name, s in timed.items() if not name.startswith("without ")}
     saved = {name: timed["whole generation"] - timed[f"without {name}"] for name in removable}
