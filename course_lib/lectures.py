@@ -374,13 +374,15 @@ def verdict_changes(first: Path, second: Path) -> list[VerdictChange]:
 
 
 def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
-              output_dir: Path = BUILD / "twice", progress: bool = True
+              output_dir: Path = BUILD / "twice", in_place: bool = False, progress: bool = True
               ) -> tuple[list[Outcome], list[VerdictChange], Path]:
     """Run the lectures twice on this machine (``output_dir/run-1``, ``run-2``) and compare every verdict they
-    render; writes ``output_dir/verdicts.json`` (counts and each change). Returns both runs' outcomes, the
-    changes and that file's path; a lecture that failed in either run is left out of the comparison (its
-    outcome says why)."""
-    runs = [run(only, params, output_dir=output_dir / f"run-{i}", progress=progress) for i in (1, 2)]
+    render; writes ``output_dir/verdicts.json`` (counts and each change). With ``in_place`` the second run
+    writes over the lectures themselves, so the notebooks committed are the second of the two runs compared.
+    Returns both runs' outcomes, the changes and that file's path; a lecture that failed in either run is
+    left out of the comparison (its outcome says why)."""
+    runs = [run(only, params, output_dir=output_dir / f"run-{i}", in_place=in_place and i == 2, progress=progress)
+            for i in (1, 2)]
     changes, counted = [], 0
     for one, two in zip(*runs):
         if one.ok and two.ok:

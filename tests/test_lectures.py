@@ -5,7 +5,7 @@ import sys
 import nbformat
 import pytest
 
-from course_lib import cli, lectures
+from course_lib import cli, exercises, lectures
 
 
 def write_nb(path, cells):
@@ -175,13 +175,18 @@ def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypa
     lecture = lectures.Lecture("00", "00_x", tmp_path / "00_x.ipynb")
     outputs = iter([steady, flipped])
 
-    def fake_run(only, params, *, output_dir, progress):
+    written_in_place = []
+
+    def fake_run(only, params, *, output_dir, in_place, progress):
+        written_in_place.append(in_place)
         output_dir.mkdir(parents=True)
         path = _executed(output_dir / "00_x.ipynb", [[_rendered(next(outputs))]])
         return [lectures.Outcome(lecture, path, 1.0)]
 
     monkeypatch.setattr(lectures, "run", fake_run)
-    outcomes, changes, path = lectures.run_twice(["00"], output_dir=tmp_path / "twice", progress=False)
+    outcomes, changes, path = lectures.run_twice(["00"], output_dir=tmp_path / "twice", in_place=True,
+                                                 progress=False)
+    assert written_in_place == [False, True]  # the second run writes the lectures the repository commits
     assert len(outcomes) == 2 and [c.judged for c in changes] == ["pipeline | prefetch | table"]
     report = json.loads(path.read_text())
     assert (report["verdicts"], report["changed"], report["failed"]) == (1, 1, [])
@@ -190,20 +195,34 @@ def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypa
 
 def test_course_lectures_twice_prints_each_change_and_the_count(tmp_path, monkeypatch, capsys):
     report = tmp_path / "verdicts.json"
-    report.write_text(json.dumps({"verdicts": 7, "changed": 1}))
+    report.write_text(json.dumps({"verdicts": 7, "changed": 1, "failed": []}))
     change = lectures.VerdictChange("00_x.ipynb", 3, "a | b", "faster", "no difference")
     seen = []
 
-    def fake_twice(only, params):
-        seen.append((only, params))
+    def fake_twice(only, params, *, in_place):
+        seen.append((only, params, in_place))
         return [], [change], report
 
     monkeypatch.setattr(lectures, "run_twice", fake_twice)
     assert cli.main(["lectures", "--twice", "--only", "00", "-p", "N", "3"]) == 0
     out = capsys.readouterr().out
-    assert seen == [(["00"], {"N": "3"})]
+    assert seen == [(["00"], {"N": "3"}, False)]
     assert "00_x.ipynb cell 3: a | b: faster -> no difference" in out
     assert f"1 of 7 verdict(s) changed between the two runs (details: {report})" in out
+
+
+def test_course_lectures_twice_in_place_commits_the_second_run_then_the_solutions(tmp_path, monkeypatch, capsys):
+    report = tmp_path / "verdicts.json"
+    report.write_text(json.dumps({"verdicts": 2, "changed": 0, "failed": []}))
+    calls = []
+    monkeypatch.setattr(lectures, "run_twice", lambda only, params, *, in_place: calls.append(("twice", in_place))
+                        or ([], [], report))
+    monkeypatch.setattr(lectures, "run", lambda only, params, *, in_place, folders: calls.append(
+        ("run", in_place, list(folders))) or [])
+    monkeypatch.setattr(exercises, "build", lambda: calls.append(("exercises",)))
+    assert cli.main(["lectures", "--twice", "--in-place"]) == 0
+    assert calls == [("twice", True), ("run", True, [lectures.SOLUTIONS]), ("exercises",)]
+    assert "0 of 2 verdict(s) changed" in capsys.readouterr().out
 
 
 def test_titles_show_backticks_as_code():
