@@ -448,6 +448,119 @@ def test_another_seed_does_not_retrace(mode):
     assert_same(fresh.evolve(pop, generations=4), results[2][0])
 
 
+def evolved(model, pop, seed, mode, fitness, selection, generations=4):
+    model.compile(fitness=fitness, selection=selection, mode=mode, seed=seed)
+    return model.evolve(pop, generations=generations)
+
+
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+def test_changed_rates_and_probabilities_run_the_same_program_as_a_fresh_model(mode):
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    fitness, selection = evo.fitness.OneMax(), evo.selection.Tournament(size=2)
+    x = evo.Input(shape=(24,), dtype="int32")
+    mutation, crossover = evo.ops.BitFlipMutation(rate=1 / 24), evo.ops.UniformCrossover(probability=0.9)
+    model = evo.Model(x, crossover(mutation(x)))
+    evolved(model, pop, 0, mode, fitness, selection)
+    traces = model.trace_count
+    runs = {}
+    for seed, rate, probability in [(0, 0.5 / 24, 0.6), (1, 3 / 24, 0.3)]:
+        mutation.rate, crossover.probability = rate, probability
+        runs[seed, rate, probability] = evolved(model, pop, seed, mode, fitness, selection)
+    assert model.trace_count == traces  # one trace: the seeds, rates and probabilities are inputs
+    for (seed, rate, probability), result in runs.items():
+        y = evo.Input(shape=(24,), dtype="int32")
+        fresh = evo.Model(y, evo.ops.UniformCrossover(probability=probability)(
+            evo.ops.BitFlipMutation(rate=rate)(y)))
+        assert_same(evolved(fresh, pop, seed, mode, evo.fitness.OneMax(), evo.selection.Tournament(size=2)),
+                    result)
+
+
+
+def real_coded_model(dtype, eta, probability, gene_rate, mutation_eta, rate, stddev):
+    x = evo.Input(shape=(6,), dtype=dtype)
+    ops = (evo.ops.SimulatedBinaryCrossover(-5.0, 5.0, eta=eta, probability=probability, gene_rate=gene_rate),
+           evo.ops.PolynomialMutation(-5.0, 5.0, eta=mutation_eta, rate=rate),
+           evo.ops.GaussianMutation(stddev=stddev, rate=0.5, low=-5.0, high=5.0))
+    return evo.Model(x, ops[2](ops[1](ops[0](x)))), ops
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_real_coded_knobs_are_inputs_held_in_the_genes_dtype(dtype):
+    pop = evo.population.uniform((16, 6), -5.0, 5.0, seed=2, dtype=dtype)
+    fitness, selection = evo.fitness.Sphere(), evo.selection.Tournament(size=2)
+    model, (sbx, polynomial, gaussian) = real_coded_model(dtype, 15.0, 0.9, 0.5, 20.0, None, 0.1)
+    first = evolved(model, pop, 3, "graph", fitness, selection)
+    traces = model.trace_count
+    knobs = (7.0, 0.7, 0.3, 5.0, 0.25, 0.35)
+    sbx.eta, sbx.probability, sbx.gene_rate, polynomial.eta, polynomial.rate, gaussian.stddev = knobs
+    changed = evolved(model, pop, 3, "graph", fitness, selection)
+    assert model.trace_count == traces
+    fresh, _ = real_coded_model(dtype, *knobs)
+    assert_same(evolved(fresh, pop, 3, "graph", evo.fitness.Sphere(), evo.selection.Tournament(size=2)), changed)
+    assert not np.array_equal(first.population, changed.population)
+
+
+def test_permutation_rates_are_inputs():
+    tsp = evo.fitness.TSP(np.random.default_rng(0).random((12, 2)))
+    pop = evo.population.permutations(16, 12, seed=0)
+    x = evo.Input(shape=(12,), dtype="int32")
+    swap, bridge = evo.ops.SwapMutation(rate=0.5), evo.ops.DoubleBridge(rate=0.2, segment=3)
+    model = evo.Model(x, bridge(swap(evo.ops.OrderCrossover(probability=0.8)(x))))
+    selection = evo.selection.Tournament(size=2)
+    evolved(model, pop, 1, "graph", tsp, selection)
+    traces = model.trace_count
+    swap.rate, bridge.rate = 0.9, 0.6
+    changed = evolved(model, pop, 1, "graph", tsp, selection)
+    assert model.trace_count == traces
+    y = evo.Input(shape=(12,), dtype="int32")
+    fresh = evo.Model(y, evo.ops.DoubleBridge(rate=0.6, segment=3)(evo.ops.SwapMutation(rate=0.9)(
+        evo.ops.OrderCrossover(probability=0.8)(y))))
+    assert_same(evolved(fresh, pop, 1, "graph", tsp, evo.selection.Tournament(size=2)), changed)
+
+
+def test_a_mask_rate_that_changes_its_form_compiles_again_and_stays_right():
+    pop = evo.population.random_integers((8, 256), 0, 2, seed=4)
+    x = evo.Input(shape=(256,), dtype="int32")
+    mutation = evo.ops.BitFlipMutation(rate=0.25 / 256)  # one word per block of 32 genes
+    model = evo.Model(x, evo.ops.UniformCrossover()(mutation(x)))
+    fitness, selection = evo.fitness.OneMax(), evo.selection.Tournament(size=2)
+    evolved(model, pop, 0, "graph", fitness, selection)
+    traces = model.trace_count
+    mutation.rate = 1 / 256  # positions drawn per genome: another form, another program
+    changed = evolved(model, pop, 0, "graph", fitness, selection)
+    assert model.trace_count > traces
+    y = evo.Input(shape=(256,), dtype="int32")
+    fresh = evo.Model(y, evo.ops.UniformCrossover()(evo.ops.BitFlipMutation(rate=1 / 256)(y)))
+    assert_same(evolved(fresh, pop, 0, "graph", evo.fitness.OneMax(), evo.selection.Tournament(size=2)), changed)
+    traces = model.trace_count
+    mutation.rate = 0.25 / 256  # back: the first program, kept
+    evolved(model, pop, 0, "graph", fitness, selection)
+    assert model.trace_count == traces
+
+
+def test_a_knob_is_checked_when_set_and_a_bad_value_keeps_the_old_one():
+    mutation, crossover = evo.ops.BitFlipMutation(rate=0.1), evo.ops.UniformCrossover(probability=0.5)
+    with pytest.raises(ValueError, match=r"BitFlipMutation: rate must be in \[0, 1\]"):
+        mutation.rate = 2
+    with pytest.raises(TypeError, match="UniformCrossover: probability must be a number"):
+        crossover.probability = "high"
+    with pytest.raises(ValueError, match="GaussianMutation: stddev must be a positive number"):
+        evo.ops.GaussianMutation(stddev=1.0).stddev = -1.0
+    assert (mutation.rate, crossover.probability) == (0.1, 0.5)
+
+
+def test_ask_tell_reads_the_rate_set_before_it_asks():
+    pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
+    model = onemax_model()
+    loop = model.ask_tell(pop)
+    model.nodes[0].op.rate = 3 / 24
+    got = run_ask_tell(loop, lambda g: g.sum(axis=1).astype(np.float32), 4)
+    y = evo.Input(shape=(24,), dtype="int32")
+    fresh = evo.Model(y, evo.ops.UniformCrossover()(evo.ops.BitFlipMutation(rate=3 / 24)(y)))
+    fresh.compile(fitness=evo.fitness.OneMax(), selection=evo.selection.Tournament(size=2), mode="graph", seed=5)
+    assert_same(got, fresh.evolve(pop, generations=4))
+
+
 # -- metrics ---------------------------------------------------------------------------------------------------
 
 

@@ -60,13 +60,18 @@ class AskTell:
         model.selection.check(pool_size(model, genes.shape[0]), genes.shape[0])
         self.model, self.n = model, genes.shape[0]
         self.mode = model.chosen_mode or ("graph" if model.mode == "auto" else model.mode)
-        target = fusion.resolve_target(model.target, [fusion.placed_device()])
-        self._program = model.program((EXECUTOR, self.mode, target, self.n),
-                                      lambda: _Program(model, self.mode, self.n, target))
+        self._target = fusion.resolve_target(model.target, [fusion.placed_device()])
         self.generation, self.history = 0, {k: [] for k in model.history_keys()}
         self._genes, self._state, self._asked = genes, None, None
         if saved is not None:
             self._restore(saved)
+
+    @property
+    def _program(self) -> "_Program":
+        """The model's program for this loop, with the ops' knobs as they are now (a changed rate between
+        generations takes effect, compiling again only where it changes the program's structure)."""
+        model, mode, n, target = self.model, self.mode, self.n, self._target
+        return model.program((EXECUTOR, mode, target, n), lambda: _Program(model, mode, n, target))
 
     # -- the loop ----------------------------------------------------------------------------------
     def ask(self) -> np.ndarray:

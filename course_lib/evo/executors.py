@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack, fastmath, fusion, pareto, rng
+from course_lib.evo import bitpack, fastmath, fusion, knobs, pareto, rng
 from course_lib.evo.rng import Rows
 from course_lib.evo.selection import score
 
@@ -144,8 +144,10 @@ class Generation:
         return map_rows(fn, pop.shape[0], self.batch, tf.float32, () if width is None else (width,))
 
     def apply(self, op, inputs: list, key: tf.Tensor, rows: Rows) -> tf.Tensor:
-        """``op`` on these rows of its inputs, in the stored form (packed words or genes)."""
-        return op.apply_packed(inputs, key, rows, self.spec) if self.packed else op.apply(inputs, key, rows)
+        """``op`` on these rows of its inputs, in the stored form (packed words or genes); its knobs are
+        read from their variables where the seed is (``evo.knobs``), constants where it is too."""
+        with knobs.as_inputs(self.fixed_root is None):
+            return op.apply_packed(inputs, key, rows, self.spec) if self.packed else op.apply(inputs, key, rows)
 
     def vary(self, pop: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
         values = {id(self.model.input): pop}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from course_lib.evo import engine, fusion, rng, saving, sharding
+from course_lib.evo import engine, fusion, knobs, rng, saving, sharding
 from course_lib.evo import fitness as fitness_lib
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT  # noqa: F401 (public names of the model)
@@ -74,11 +74,12 @@ class Model:
         """Set fitness, selection, mode and seed; nothing is compiled until ``evolve``.
 
         Compiling again with the same fitness and selection objects, mode, packing and generator
-        and another seed keeps the compiled programs: the seed is read from a variable when a
-        program runs, so it does not retrace (on one device and in ask/tell; a program sharded under
-        ``strategy=`` holds the seed as a constant). Every other knob (an op's rate or probability,
-        tournament size, elitism, population size, batch size, mode) is a constant of the program or
-        fixes a shape: changing it compiles again.
+        and another seed keeps the compiled programs: the seed, like the ops' rates and probabilities
+        (set between runs: ``mutation.rate = 0.05``), is read from a variable when a program runs, so
+        it does not retrace (on one device and in ask/tell; a program sharded under ``strategy=``
+        holds them as constants). Tournament size, elitism, population size, batch size and mode fix
+        shapes or code: changing one compiles again, as does a mask's rate that changes its form
+        (``docs/engine.md``, "Runtime parameters").
 
         Args:
             fitness: an ``evo.fitness.Fitness``, or a function of the population (see ``maximize``).
@@ -217,8 +218,17 @@ class Model:
         if stale:
             self._programs.clear()
 
-    def program(self, key: tuple, build):
-        """The compiled program for ``key``, built once per ``compile`` (so a sweep reuses compilations)."""
+    def program(self, key: tuple, build, knobs_constant: bool = False):
+        """The compiled program for ``key`` and the ops' knobs as they are now, built once per ``compile``
+        (so a sweep reuses compilations). The knobs' variables get the ops' current values first, so a
+        changed rate runs the same program where its structure is the same (``evo.knobs``);
+        ``knobs_constant``: the program holds them as constants, so their values are part of its key."""
+        now = [(node.op, node.inputs[0].spec, node.op.knobs(node.inputs[0].spec)) for node in self.nodes]
+        for op, spec, values in now:
+            knobs.fill(op, spec, values)
+        key = (*key, tuple(values.key() for _, _, values in now))
+        if knobs_constant:
+            key += (tuple(tuple((n, v.tobytes()) for n, v in sorted(values.values.items())) for _, _, values in now),)
         if key not in self._programs:
             self._programs[key] = build()
         return self._programs[key]

@@ -332,10 +332,10 @@ class Replicated:
 
     def program(self, model, mode, packed, n, batch, chunk):
         target = self.target(model)
-        # the seed is a constant of a replicated program (see Generation's seed_input): part of its key
+        # the seed and the knobs are constants of a replicated program (see Generation's seed_input): part of its key
         key = ("replicated", self.strategy, self.policy.key(), mode, target, packed, n, batch, chunk, model.seed)
         return model.program(key, lambda: ReplicatedProgram(model, self.strategy, self.policy, mode, packed, n,
-                                                            batch, chunk, target))
+                                                            batch, chunk, target), knobs_constant=True)
 
 
 class ReplicaWork:
@@ -380,7 +380,8 @@ class ReplicatedProgram:
         self.mode, self.packed, self.chunk, self.target = mode, packed, chunk, target
         self.replicas = strategy.num_replicas_in_sync
         self.work = model.program(("replica", mode, target, packed, n // self.replicas, batch, model.seed),
-                                  lambda: ReplicaWork(model, mode, packed, n // self.replicas, batch, target))
+                                  lambda: ReplicaWork(model, mode, packed, n // self.replicas, batch, target),
+                                  knobs_constant=True)
         self.gen = self.work.gen
         # all replicas in this process: share by concatenating, no collective ops
         self.local = len(strategy.extended.worker_devices) == self.replicas

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from course_lib.evo import knobs as knobs_lib
 from course_lib.evo import rng
 from course_lib.evo.config import constructor_config
 from course_lib.evo.fusion import materialize
@@ -34,6 +35,25 @@ def check_rate(op: str, rate: Any, name: str = "rate") -> float:
     if not 0.0 <= float(rate) <= 1.0:
         raise ValueError(f"{op}: {name} must be in [0, 1] (a probability), got {rate}")
     return float(rate)
+
+
+class Knob:
+    """An op's scalar setting (``rate``, ``probability``, ``stddev``, ``eta``), checked by
+    ``check(op_name, value, name)`` whenever it is set: at construction and between runs. Its program
+    reads it at run time (``Op.knobs``), so a new value compiles again only where it changes the
+    program's structure."""
+
+    def __init__(self, check):
+        self.check = check
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, op, owner=None) -> Any:
+        return self if op is None else op.__dict__[self.name]
+
+    def __set__(self, op, value) -> None:
+        op.__dict__[self.name] = self.check(type(op).__name__, value, self.name)
 
 
 # Every public op class by name, filled as op modules are imported (``evo.ops.registry()`` imports them all).
@@ -142,6 +162,15 @@ class Op:
         fitness loaded another instance. Default: True (an op that holds no data)."""
         return True
 
+    def knobs(self, spec: GenomeSpec) -> knobs_lib.Knobs:
+        """What this op's program reads at run time for genomes ``spec`` (``evo.knobs``): its rates and
+        what derives from them, and the structure they imply. Default: nothing."""
+        return knobs_lib.Knobs()
+
+    def knob_values(self, spec: GenomeSpec) -> dict[str, tf.Tensor]:
+        """``knobs(spec)``'s values as tensors: read from variables inside a model's program, else constants."""
+        return knobs_lib.tensors(self, spec, self.knobs(spec))
+
     def config(self) -> dict:
         """The op's parameters worth showing, for ``repr`` and ``Model.summary`` (floats shown to 4 digits)."""
         return {}
@@ -184,19 +213,29 @@ class Mating(Op, register=False):
     """
 
     arity = (1, 2)
+    probability = Knob(check_rate)
 
     def __init__(self, probability: float = 1.0, name: str | None = None):
         super().__init__(name)
-        self.probability = check_rate(type(self).__name__, probability, "probability")
+        self.probability = probability
 
-    def crossed(self, key: tf.Tensor, rows: Rows) -> tf.Tensor | None:
-        """bool (B,): which children are crossed; None when all are."""
+    def knobs(self, spec):
+        # probability 1 crosses every child with no draw: another structure
+        return knobs_lib.merged((self.probability >= 1.0,), probability=np.float32(self.probability))
+
+    def crossed(self, key: tf.Tensor, rows: Rows, spec: GenomeSpec) -> tf.Tensor | None:
+        """bool (B,): which children of genomes ``spec`` are crossed; None when all are."""
         if self.probability >= 1.0:
             return None
-        return rng.uniform(rng.fold_in(key, 3), rows, ()) < self.probability
+        return rng.uniform(rng.fold_in(key, 3), rows, ()) < self.knob_values(spec)["probability"]
 
     def config(self) -> dict:
         return {"probability": self.probability} if self.probability < 1.0 else {}
+
+
+def genome_spec(population: tf.Tensor) -> GenomeSpec:
+    """The genome of a population (N, *genome): what an op's knobs are kept for."""
+    return GenomeSpec(tuple(population.shape[1:]), population.dtype)
 
 
 def _fmt(v: Any) -> str:

@@ -36,7 +36,7 @@ class Crossover(Mating, register=False):
         mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
         spec = GenomeSpec(tuple(x.shape[1:]), x.dtype)
         take = self.mate_genes(rng.fold_in(key, 2), rows, spec)
-        crossed = self.crossed(key, rows)
+        crossed = self.crossed(key, rows, spec)
         if crossed is not None:
             take &= tf.reshape(crossed, (rows.size,) + (1,) * len(spec.shape))
         return tf.where(take, mate, x)
@@ -45,7 +45,7 @@ class Crossover(Mating, register=False):
         x = rows.take(inputs[0])
         mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
         m = self.mate_words(rng.fold_in(key, 2), rows, spec)
-        crossed = self.crossed(key, rows)
+        crossed = self.crossed(key, rows, spec)
         if crossed is not None:
             m = tf.where(crossed[:, None], m, tf.zeros([], tf.uint32))
         return (x & ~m) | (mate & m)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack, fusion, rng
+from course_lib.evo import bitpack, fusion, knobs, rng
 from course_lib.evo.fusion import materialize
-from course_lib.evo.ops.base import Op, check_rate
+from course_lib.evo.ops.base import Knob, Op, check_rate, genome_spec
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import GenomeSpec, check_fits
 
@@ -85,6 +86,15 @@ class BlockPicks:
         total = math.fsum(weights) or 1.0  # 0: no escape at all (T2 = 2**32)
         cumulative = [math.fsum(weights[:k + 1]) / total for k in range(bits + 1)]
         self.thresholds = [t for t in (round(c * 2**32) for c in cumulative) if t < 2**32]
+        self.tables = knobs.constants(self.knobs())  # GeneMask.read puts an op's knob values here
+
+    def knobs(self) -> knobs.Knobs:
+        """The interval ends below 2**32 and the escape's thresholds; which ends reach 2**32 and how many
+        thresholds there are shape the program."""
+        ends = (self.t0, self.t1, self.t2)
+        return knobs.merged((tuple(t < 2**32 for t in ends), len(self.thresholds)),
+                            ends=np.array([min(t, 2**32 - 1) for t in ends], np.uint32),
+                            escape=np.array(self.thresholds, np.uint32))
 
     def words(self, key: tf.Tensor, rows: Rows, size: int, onto: tf.Tensor | None = None) -> tf.Tensor:
         """uint32 (B, W): the picks of genomes of ``size`` genes as bits of packed words, xor-ed onto
@@ -98,32 +108,34 @@ class BlockPicks:
         two = one ^ tf.bitwise.left_shift(bit, tf.bitwise.right_shift(u, 5) & 31)
         nothing = tf.zeros([], tf.uint32)  # also for an escape, redone below
 
-        def below(t):  # at rates too small for 32 bits an interval can end at 2**32, past uint32
-            return u < t if t < 2**32 else tf.ones_like(u, tf.bool)
+        ends = self.tables["ends"]
 
-        picks = tf.where(below(self.t0), nothing, tf.where(below(self.t1), one, tf.where(below(self.t2), two, nothing)))
+        def below(i):  # at rates too small for 32 bits an interval can end at 2**32, past uint32
+            return u < ends[i] if (self.t0, self.t1, self.t2)[i] < 2**32 else tf.ones_like(u, tf.bool)
+
+        picks = tf.where(below(0), nothing, tf.where(below(1), one, tf.where(below(2), two, nothing)))
         out = picks & valid if onto is None else onto ^ (picks & valid)
         if self.t2 == 2**32:
             return out
         if fusion.target() == "gpu":
-            return out ^ tf.where(u >= self.t2, self._escaped(key, rows, n_words) & valid, nothing)
+            return out ^ tf.where(u >= ends[2], self._escaped(key, rows, n_words) & valid, nothing)
 
         def trip(todo, out):
             """One row with escapes: their picks drawn again and xor-ed in."""
             r = tf.argmax(tf.cast(todo, tf.int32), output_type=tf.int32)
             row = Rows(tf.cast(rows.start, tf.int32) + r, 1, rows.total)
-            escaped = rng.bits(rng.fold_in(key, 6), row, (n_words,))[0] >= self.t2  # u of row r, drawn again
+            escaped = rng.bits(rng.fold_in(key, 6), row, (n_words,))[0] >= ends[2]  # u of row r, drawn again
             redone = tf.where(escaped, self._escaped(key, row, n_words)[0] & valid[0], nothing)
             return todo & (tf.range(rows.size) != r), tf.tensor_scatter_nd_update(out, [[r]], (out[r] ^ redone)[None])
 
-        todo = tf.reduce_max(u, 1) >= self.t2
+        todo = tf.reduce_max(u, 1) >= ends[2]
         return tf.while_loop(lambda todo, _: tf.reduce_any(todo), trip, (todo, out))[1]
 
     def _escaped(self, key: tf.Tensor, rows: Rows, n_words: int) -> tf.Tensor:
         """uint32 (B, W): every block of these rows drawn as an escape: a count, then Floyd's positions."""
         k = len(self.thresholds)
         words = rng.bits(rng.fold_in(key, 7), rows, (n_words, k + 1))
-        count = tf.reduce_sum(tf.cast(words[..., :1] >= tf.constant(self.thresholds, tf.uint32), tf.int32), -1)
+        count = tf.reduce_sum(tf.cast(words[..., :1] >= self.tables["escape"], tf.int32), -1)
         picks = _floyd(bitpack.WORD_BITS, count, tf.cast(words[..., 1:], tf.uint64), k)
         return tf.add_n([tf.where(i < count, tf.bitwise.left_shift(tf.ones([], tf.uint32), tf.cast(t, tf.uint32)),
                                   tf.zeros([], tf.uint32)) for i, t in enumerate(picks)])  # distinct bits: sum = or
@@ -148,6 +160,25 @@ class GeneMask:
         rare = 0 < rate < 1 and rate * size <= SPARSE_MEAN and not self.blocks
         self.thresholds = self._cdf_thresholds() if rare else []
         self.sparse = 0 < len(self.thresholds) <= size // 4
+        self.tables = knobs.constants(self.knobs())  # or an op's knob values (``read``)
+
+    def knobs(self) -> knobs.Knobs:
+        """What the mask reads at run time: its form's thresholds. The form (none, all, blocks, sparse,
+        dense) and the length of its tables shape the program, so a rate that changes them compiles again."""
+        if self.rate <= 0 or self.rate >= 1:
+            return knobs.Knobs(("all" if self.rate >= 1 else "none",))
+        if self.blocks:
+            return knobs.merged(("blocks",), blocks=self.blocks.knobs())
+        if self.sparse:
+            return knobs.merged(("sparse",), counts=np.array(self.thresholds, np.uint32))
+        return knobs.merged(("dense",), threshold=np.uint32(math.floor(self.rate * 2**32)))
+
+    def read(self, tables: dict[str, tf.Tensor]) -> "GeneMask":
+        """This mask with its tables as tensors (``Op.knob_values`` of ``knobs()``)."""
+        self.tables = tables
+        if self.blocks:
+            self.blocks.tables = {k.removeprefix("blocks/"): v for k, v in tables.items()}
+        return self
 
     def _cdf_thresholds(self) -> list[int]:
         """P(count <= k) * 2**32, rounded, for k = 0, 1, ... while below 2**32."""
@@ -176,7 +207,7 @@ class GeneMask:
         the idle steps cost little on a GPU's many cores, a loop's trip read back to the host a lot.
         """
         word = rng.bits(rng.fold_in(key, 1), rows, ())
-        count = tf.reduce_sum(tf.cast(word[:, None] >= tf.constant(self.thresholds, tf.uint32), tf.int32), 1)
+        count = tf.reduce_sum(tf.cast(word[:, None] >= self.tables["counts"], tf.int32), 1)
         k = len(self.thresholds)
         draws = tf.cast(rng.bits(rng.fold_in(key, 2), rows, (k,)), tf.uint64)
         h = min(k, HEAD_STEPS) if fusion.xla_active() and fusion.target() == "cpu" else k
@@ -213,8 +244,7 @@ class GeneMask:
         return tf.while_loop(lambda r, m: r * chunk < needs[-1], round_, (tf.constant(0), spare))[1][:n]
 
     def _dense(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
-        threshold = tf.constant(math.floor(self.rate * 2**32), tf.uint32)
-        return rng.bits(rng.fold_in(key, 3), rows, (self.size,)) < threshold
+        return rng.bits(rng.fold_in(key, 3), rows, (self.size,)) < self.tables["threshold"]
 
     def genes(self, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """bool (B, size): picked genes."""
@@ -252,15 +282,27 @@ class GeneMask:
         return self._picks(key, rows, mark)
 
 
-def _picked(rate: float, spec: GenomeSpec, key: tf.Tensor, rows: Rows) -> tf.Tensor:
-    return tf.reshape(GeneMask(rate, spec.size).genes(key, rows), (rows.size, *spec.shape))
+class _GeneMutation(Op):
+    """A mutation that changes each gene with probability ``rate`` (a knob: ``GeneMask``'s tables are
+    read at run time)."""
+
+    rate = Knob(check_rate)
+
+    def knobs(self, spec):
+        return knobs.merged((), mask=GeneMask(self.rate, spec.size).knobs())
+
+    def mask(self, spec: GenomeSpec) -> GeneMask:
+        """The genes this op changes in genomes ``spec``, its tables read from the knobs."""
+        values = self.knob_values(spec)
+        return GeneMask(self.rate, spec.size).read({k.removeprefix("mask/"): v for k, v in values.items()
+                                                    if k.startswith("mask/")})
+
+    def picked(self, spec: GenomeSpec, key: tf.Tensor, rows: Rows) -> tf.Tensor:
+        """bool (B, *genome): the genes changed."""
+        return tf.reshape(self.mask(spec).genes(key, rows), (rows.size, *spec.shape))
 
 
-def _spec(x: tf.Tensor) -> GenomeSpec:
-    return GenomeSpec(tuple(x.shape[1:]), x.dtype)
-
-
-class BitFlipMutation(Op):
+class BitFlipMutation(_GeneMutation):
     """Flip each 0/1 gene with probability ``rate`` (integer genomes of 0s and 1s; any other value is
     an error, checked on each population it is given)."""
 
@@ -269,7 +311,7 @@ class BitFlipMutation(Op):
 
     def __init__(self, rate: float, name: str | None = None):
         super().__init__(name)
-        self.rate = check_rate(type(self).__name__, rate)
+        self.rate = rate
 
     @classmethod
     def example(cls, length):
@@ -281,23 +323,23 @@ class BitFlipMutation(Op):
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
-        return tf.where(_picked(self.rate, _spec(x), key, rows), 1 - x, x)
+        return tf.where(self.picked(genome_spec(x), key, rows), 1 - x, x)
 
     def apply_packed(self, inputs, key, rows, spec):
-        return GeneMask(self.rate, spec.size).words(key, rows, onto=rows.take(inputs[0]))
+        return self.mask(spec).words(key, rows, onto=rows.take(inputs[0]))
 
     def config(self):
         return {"rate": self.rate}
 
 
-class RandomValueMutation(Op):
+class RandomValueMutation(_GeneMutation):
     """Replace each gene with probability ``rate`` by a uniform integer in [low, high)."""
 
     genes = "integer"
 
     def __init__(self, rate: float, low: int, high: int, name: str | None = None):
         super().__init__(name)
-        self.rate = check_rate(type(self).__name__, rate)
+        self.rate = rate
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low >= high:
             raise ValueError(f"RandomValueMutation needs integers low < high (values in [low, high)), "
                              f"got low={low!r}, high={high!r}")
@@ -317,30 +359,39 @@ class RandomValueMutation(Op):
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
-        spec = _spec(x)
+        spec = genome_spec(x)
         wide = tf.uint64 if x.dtype == tf.uint64 else tf.int64  # holds low + draw for every gene dtype
         draw = rng.integers(rng.fold_in(key, 4), rows, spec.shape, self.high - self.low)
         values = tf.cast(tf.cast(draw, wide) + tf.constant(self.low, wide), x.dtype)
-        return tf.where(_picked(self.rate, spec, key, rows), values, x)
+        return tf.where(self.picked(spec, key, rows), values, x)
 
     def config(self):
         return {"rate": self.rate, "low": self.low, "high": self.high}
 
 
-class GaussianMutation(Op):
+def _check_stddev(op: str, stddev, name: str = "stddev") -> float:
+    if isinstance(stddev, bool) or not isinstance(stddev, (int, float, np.floating, np.integer)) or not stddev > 0:
+        raise ValueError(f"{op}: {name} must be a positive number, got {stddev!r}")
+    return float(stddev)
+
+
+class GaussianMutation(_GeneMutation):
     """Add N(0, stddev²) noise to each gene with probability ``rate``; clip to [low, high] if given."""
 
     genes = "float"
+    stddev = Knob(_check_stddev)
 
     def __init__(self, stddev: float, rate: float = 1.0, low: float | None = None,
                  high: float | None = None, name: str | None = None):
         super().__init__(name)
-        if isinstance(stddev, bool) or not isinstance(stddev, (int, float)) or not stddev > 0:
-            raise ValueError(f"GaussianMutation: stddev must be a positive number, got {stddev!r}")
         if low is not None and high is not None and not low < high:
             raise ValueError(f"GaussianMutation needs low < high, got low={low}, high={high}")
-        self.stddev, self.low, self.high = float(stddev), low, high
-        self.rate = check_rate(type(self).__name__, rate)
+        self.stddev, self.low, self.high, self.rate = stddev, low, high, rate
+
+    def knobs(self, spec):
+        # rate 1 changes every gene with no mask: another structure
+        mask = super().knobs(spec) if self.rate < 1 else knobs.Knobs()
+        return knobs.Knobs((self.rate < 1, mask.structure), {**mask.values, "stddev": np.float32(self.stddev)})
 
     @classmethod
     def example(cls, length):
@@ -352,10 +403,11 @@ class GaussianMutation(Op):
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
-        spec = _spec(x)
-        noise = tf.cast(self.stddev * rng.normal(rng.fold_in(key, 5), rows, spec.shape), x.dtype)
+        spec = genome_spec(x)
+        stddev = self.knob_values(spec)["stddev"]
+        noise = tf.cast(stddev * rng.normal(rng.fold_in(key, 5), rows, spec.shape), x.dtype)
         if self.rate < 1:
-            noise = tf.where(_picked(self.rate, spec, key, rows), noise, tf.zeros([], x.dtype))
+            noise = tf.where(self.picked(spec, key, rows), noise, tf.zeros([], x.dtype))
         y = x + noise
         if self.low is not None:
             y = tf.maximum(y, tf.cast(self.low, x.dtype))

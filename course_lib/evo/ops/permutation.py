@@ -7,10 +7,11 @@ individual is mutated at all.
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack, fusion, rng
-from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
+from course_lib.evo import bitpack, fusion, knobs, rng
+from course_lib.evo.ops.base import Knob, Mating, Op, check_rate, genome_spec, partner_rows
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import check_fits
 
@@ -41,9 +42,14 @@ def random_segment(key: tf.Tensor, rows: Rows, length: int) -> tuple[tf.Tensor, 
 
 
 class _Mutation(PermutationOp):
+    rate = Knob(check_rate)
+
     def __init__(self, rate: float = 1.0, name: str | None = None):
         super().__init__(name)
-        self.rate = check_rate(type(self).__name__, rate)
+        self.rate = rate
+
+    def knobs(self, spec):
+        return knobs.merged((), rate=np.float32(self.rate))
 
     def index(self, key: tf.Tensor, rows: Rows, length: int, mutate: tf.Tensor) -> tf.Tensor:
         """int32 (B, L): where each gene of the child comes from; identity where not ``mutate``."""
@@ -51,7 +57,7 @@ class _Mutation(PermutationOp):
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
-        mutate = rng.uniform(rng.fold_in(key, 1), rows, (1,)) < self.rate
+        mutate = rng.uniform(rng.fold_in(key, 1), rows, (1,)) < self.knob_values(genome_spec(inputs[0]))["rate"]
         idx = self.index(rng.fold_in(key, 2), rows, x.shape[1], mutate)
         return tf.gather(x, idx, batch_dims=1)
 
@@ -205,7 +211,7 @@ class OrderCrossover(PermutationOp, Mating):
         to = tf.where(keep, (b + kept_before) % length, a + rank - kept_before)
         fill = place(mate, to)
         keep_parent = (pos >= a) & (pos < b)
-        crossed = self.crossed(key, rows)
+        crossed = self.crossed(key, rows, genome_spec(inputs[0]))
         if crossed is not None:
             keep_parent |= ~crossed[:, None]
         return tf.cast(tf.where(keep_parent, x, fill), inputs[0].dtype)

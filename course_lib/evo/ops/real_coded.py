@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import rng
-from course_lib.evo.ops.base import Mating, Op, check_rate, partner_rows
+from course_lib.evo import knobs, rng
+from course_lib.evo.ops.base import Knob, Mating, Op, check_rate, genome_spec, partner_rows
 
 
 def _bounds(op: str, low, high) -> tuple[tuple, tuple]:
@@ -24,7 +24,7 @@ def _bounds(op: str, low, high) -> tuple[tuple, tuple]:
     return tuple(lo.tolist()), tuple(hi.tolist())
 
 
-def _eta(op: str, eta) -> float:
+def _eta(op: str, eta, name: str = "eta") -> float:
     if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0:
         raise ValueError(f"{op}: eta (the distribution index) must be a number >= 0, got {eta!r}")
     return float(eta)
@@ -73,13 +73,20 @@ class SimulatedBinaryCrossover(_Bounded, Mating):
     """
 
     genes = "float"
+    eta, gene_rate = Knob(_eta), Knob(check_rate)
 
     def __init__(self, low, high, eta: float = 15.0, probability: float = 0.9, gene_rate: float = 0.5,
                  name: str | None = None):
         super().__init__(probability, name)
         self.low, self.high = _bounds(type(self).__name__, low, high)
-        self.eta = _eta(type(self).__name__, eta)
-        self.gene_rate = check_rate(type(self).__name__, gene_rate, "gene_rate")
+        self.eta, self.gene_rate = eta, gene_rate
+
+    def knobs(self, spec):
+        base, dtype = super().knobs(spec), spec.dtype.as_numpy_dtype
+        # each in the genes' dtype, computed in Python as the constants it replaces were
+        return knobs.Knobs(base.structure, {**base.values, "gene_rate": np.asarray(self.gene_rate, dtype),
+                                            "tail": np.asarray(-(self.eta + 1.0), dtype),
+                                            "root": np.asarray(1.0 / (self.eta + 1.0), dtype)})
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
@@ -87,21 +94,22 @@ class SimulatedBinaryCrossover(_Bounded, Mating):
         lo, hi = self.limits(x)
         shape = tuple(x.shape[1:])
         u = tf.cast(rng.uniform(rng.fold_in(key, 2), rows, (3, *shape)), x.dtype)
+        values = self.knob_values(genome_spec(inputs[0]))
         y1, y2 = tf.minimum(x, mate), tf.maximum(x, mate)
         gap = y2 - y1
         safe = tf.where(gap > 1e-14, gap, 1.0)
-        e = 1.0 / (self.eta + 1.0)
+        e = values["root"]
 
         def spread(beta):  # Deb's bounded inverse CDF of the spread factor
-            alpha = 2.0 - _power(beta, -(self.eta + 1.0))
+            alpha = 2.0 - _power(beta, values["tail"])
             ua = u[:, 0] * alpha
             return tf.where(u[:, 0] <= 1.0 / alpha, _power(ua, e), _power(1.0 / (2.0 - ua), e))
 
         c1 = 0.5 * (y1 + y2 - spread(1.0 + 2.0 * (y1 - lo) / safe) * gap)
         c2 = 0.5 * (y1 + y2 + spread(1.0 + 2.0 * (hi - y2) / safe) * gap)
         child = tf.clip_by_value(tf.where(u[:, 1] < 0.5, c1, c2), lo, hi)
-        take = (u[:, 2] < self.gene_rate) & (gap > 1e-14)
-        crossed = self.crossed(key, rows)
+        take = (u[:, 2] < values["gene_rate"]) & (gap > 1e-14)
+        crossed = self.crossed(key, rows, genome_spec(inputs[0]))
         if crossed is not None:
             take &= tf.reshape(crossed, (rows.size,) + (1,) * len(shape))
         return tf.where(take, child, x)
@@ -116,26 +124,33 @@ class PolynomialMutation(_Bounded, Op):
     (1 - |delta|)^eta, cut off so that the gene stays in [low, high]."""
 
     genes = "float"
+    eta, rate = Knob(_eta), Knob(lambda op, rate, name: None if rate is None else check_rate(op, rate, name))
 
     def __init__(self, low, high, eta: float = 20.0, rate: float | None = None, name: str | None = None):
         super().__init__(name)
         self.low, self.high = _bounds(type(self).__name__, low, high)
-        self.eta = _eta(type(self).__name__, eta)
-        self.rate = None if rate is None else check_rate(type(self).__name__, rate)
+        self.eta, self.rate = eta, rate
+
+    def knobs(self, spec):
+        dtype = spec.dtype.as_numpy_dtype
+        rate = self.rate if self.rate is not None else 1.0 / spec.size
+        # each in the genes' dtype, computed in Python as the constants it replaces were
+        return knobs.merged((), rate=np.asarray(rate, dtype), power=np.asarray(self.eta + 1.0, dtype),
+                            root=np.asarray(1.0 / (self.eta + 1.0), dtype))
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
         lo, hi = self.limits(x)
         shape = tuple(x.shape[1:])
-        rate = self.rate if self.rate is not None else 1.0 / int(np.prod(shape))
+        values = self.knob_values(genome_spec(inputs[0]))
         u = tf.cast(rng.uniform(rng.fold_in(key, 5), rows, (2, *shape)), x.dtype)
         width = hi - lo
         d1, d2 = (x - lo) / width, (hi - x) / width
-        r, p = u[:, 0], self.eta + 1.0
-        below = _power(2.0 * r + (1.0 - 2.0 * r) * _power(1.0 - d1, p), 1.0 / p) - 1.0
-        above = 1.0 - _power(2.0 * (1.0 - r) + 2.0 * (r - 0.5) * _power(1.0 - d2, p), 1.0 / p)
+        r, p, root = u[:, 0], values["power"], values["root"]
+        below = _power(2.0 * r + (1.0 - 2.0 * r) * _power(1.0 - d1, p), root) - 1.0
+        above = 1.0 - _power(2.0 * (1.0 - r) + 2.0 * (r - 0.5) * _power(1.0 - d2, p), root)
         y = tf.clip_by_value(x + tf.where(r < 0.5, below, above) * width, lo, hi)
-        return tf.where(u[:, 1] < rate, y, x)
+        return tf.where(u[:, 1] < values["rate"], y, x)
 
     def config(self):
         return {"eta": self.eta, "rate": self.rate}

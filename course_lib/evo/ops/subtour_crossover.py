@@ -16,7 +16,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from course_lib.evo import rng
-from course_lib.evo.ops.base import Mating, partner_rows
+from course_lib.evo.ops.base import Mating, genome_spec, partner_rows
 from course_lib.evo.ops.permutation import PermutationOp, exclusive_count, inverse_permutation, place
 
 
@@ -52,7 +52,7 @@ class SubtourCrossover(PermutationOp, Mating):
         runs_between = tf.where(pos >= anchor, count - at_anchor, count + length - at_anchor)  # from the anchor on
         to = tf.where(inside, 1 + in_run, length + (pos - anchor) % n - runs_between)
         child = place(x, tf.where(pos == anchor, 0, to))
-        crossed = self.crossed(key, rows)
+        crossed = self.crossed(key, rows, genome_spec(inputs[0]))
         if crossed is not None:  # the others are copies of their parent
             child = tf.where(crossed[:, None], child, x)
         return tf.cast(child, inputs[0].dtype)
