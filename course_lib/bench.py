@@ -154,6 +154,7 @@ BOOTSTRAP_SEED = 0       # fixed, so the same timings always give the same inter
 MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is never called, because two runs
                          # of a lecture on a shared machine drift by that much even when each run's A/A is tight
 TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
+MORE_ROUNDS = 3          # a comparison left unsettled after its rounds gets more, up to this many times as many
 
 
 def ratio_interval(over_s: Sequence[float], name_s: Sequence[float]) -> tuple[float, float]:
@@ -204,6 +205,12 @@ class Comparison:
     def names(self) -> list[str]:
         return [t.name for t in self.timings]
 
+    @property
+    def rounds(self) -> int:
+        """How many interleaved rounds were timed: ``repeats``, or a multiple of it where a ratio was not
+        settled after them (``compare_timers``)."""
+        return len(self.timings[0].times_s)
+
     def speedup(self, name: str, over: str | None = None) -> float:
         """How many times faster ``name`` ran than ``over`` (the baseline by default)."""
         return self[over or self.baseline].median_s / self[name].median_s
@@ -221,6 +228,14 @@ class Comparison:
             return MIN_FLOOR
         lo, hi = ratio_interval(self[self.baseline].times_s, self.twin.times_s)
         return max(MIN_FLOOR, hi, 1 / lo)
+
+    def settled(self, name: str, over: str | None = None) -> bool:
+        """Whether the ratio's interval lies wholly on one side of each edge of the noise floor, so that
+        more rounds would not change the verdict but for an unlucky run (``compare_timers`` adds rounds
+        until every variant is settled)."""
+        lo, hi = self.interval(name, over)
+        floor = self.noise_floor
+        return not (lo <= floor < hi or lo < 1 / floor <= hi)
 
     def apart(self, name: str, over: str | None = None) -> bool:
         """Whether the difference is called: the ratio's whole interval lies outside
@@ -406,6 +421,11 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     every timer once and the baseline's twice (``twin``, the baseline's timer by default: a second
     process of the same kind, for variants in their own processes), each round starting one variant
     later. ``first_call_s`` is each variant's first call, timed before the rounds.
+
+    A verdict flips between two runs when a ratio's interval straddles an edge of the noise floor: the
+    rounds could not tell. So while a variant is not ``settled``, another ``repeats`` rounds are run, up to
+    ``MORE_ROUNDS`` times as many in all; a ratio that sits on the floor's edge stays unsettled and is
+    reported as measured.
     """
     if baseline not in timers:
         raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(timers)}")
@@ -413,22 +433,33 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     order = list(timers) + [TWIN]
     run = {**timers, TWIN: twin or timers[baseline]}
     times: dict[str, list[float]] = {name: [] for name in order}
-    for r in range(repeats):
-        # each round starts one variant later, so no variant always runs right after the same one:
-        # a call straight after a long NumPy run can be slower (caches, allocator, threads;
-        # docs/performance.md has the figure)
-        for name in order[r % len(order):] + order[:r % len(order)]:
-            times[name].append(run[name]())
     numbers = dict(numbers or {})
-    timings = [Timing(name=name, first_call_s=first_call_s[name], times_s=times[name],
-                      number=numbers.get(name, 1)) for name in timers]
-    for i, timing in enumerate(timings):
+
+    def measured() -> Comparison:
+        timings = [Timing(name=name, first_call_s=first_call_s[name], times_s=list(times[name]),
+                          number=numbers.get(name, 1)) for name in timers]
+        twin_timing = Timing(name=f"{baseline} ({TWIN})", first_call_s=first_call_s[baseline],
+                             times_s=list(times[TWIN]), number=numbers.get(baseline, 1))
+        return Comparison(timings=timings, baseline=baseline, title=title, params=dict(params or {}),
+                          twin=twin_timing)
+
+    r = 0
+    while True:
+        for _ in range(repeats):
+            # each round starts one variant later, so no variant always runs right after the same one:
+            # a call straight after a long NumPy run can be slower (caches, allocator, threads;
+            # docs/performance.md has the figure)
+            for name in order[r % len(order):] + order[:r % len(order)]:
+                times[name].append(run[name]())
+            r += 1
+        comparison = measured()
+        if r >= MORE_ROUNDS * repeats or all(comparison.settled(n) for n in timers if n != baseline):
+            break
+    for i, timing in enumerate(comparison.timings):
         if on_result is not None:
-            on_result(timing, i + 1, len(timings))
-    twin_timing = Timing(name=f"{baseline} ({TWIN})", first_call_s=first_call_s[baseline], times_s=times[TWIN],
-                         number=numbers.get(baseline, 1))
-    return Comparison(timings=timings, baseline=baseline, machine=machine(), title=title,
-                      params=dict(params or {}), twin=twin_timing)
+            on_result(timing, i + 1, len(comparison.timings))
+    comparison.machine = machine()
+    return comparison
 
 
 def save_report(comparisons: Iterable[Comparison], path: str | os.PathLike, **fields: Any) -> str:

@@ -1,3 +1,4 @@
+import itertools
 import json
 import sys
 
@@ -281,10 +282,14 @@ def test_compare_times_every_variant_and_the_baselines_twin_in_each_round():
     calls = []
     cmp = bench.compare({v: lambda v=v: calls.append(v) for v in "abc"}, baseline="a",
                         repeats=4, warmup=1, number=1)
-    # first calls, one warm-up round, then timed rounds of a, b, c and a's twin, each starting one variant later
-    assert "".join(calls) == "abc" + "abc" + "abca" + "bcaa" + "caab" + "aabc" and cmp.names == ["a", "b", "c"]
-    assert all(len(t.times_s) == 4 and t.number == 1 for t in cmp.timings)
-    assert cmp.twin.name == "a (A/A)" and len(cmp.twin.times_s) == 4
+    # first calls, one warm-up round, then timed rounds of a, b, c and a's twin, each starting one variant later;
+    # blocks of 4 rounds, more of them while a ratio is unsettled (these calls take microseconds: noise decides)
+    rounds = len(cmp.twin.times_s)
+    assert rounds in (4, 8, 12)
+    order = "abca"
+    assert "".join(calls) == "abc" + "abc" + "".join(order[r % 4:] + order[:r % 4] for r in range(rounds))
+    assert cmp.names == ["a", "b", "c"] and cmp.twin.name == "a (A/A)"
+    assert all(len(t.times_s) == rounds and t.number == 1 for t in cmp.timings)
     assert json.loads(cmp.to_json())["twin"]["name"] == "a (A/A)"
     many = bench.compare({"a": lambda: 1}, number=5, repeats=2)
     assert many["a"].number == 5
@@ -292,6 +297,21 @@ def test_compare_times_every_variant_and_the_baselines_twin_in_each_round():
         bench.compare({"a": lambda: 1}, in_turns=False)
     with pytest.raises(bench.BenchError, match="variant .b. raised ZeroDivisionError"):
         bench.compare({"a": lambda: 1, "b": lambda: 1 / 0})
+
+
+def test_an_unsettled_ratio_gets_more_rounds_and_a_settled_one_does_not():
+    def cycling(values):
+        it = itertools.cycle(values)
+        return lambda: next(it)
+
+    # b's rounds alternate between 1.0 and 1.2 against a steady 1.0: its interval straddles the floor's edge
+    timers = {"a": cycling([1.0]), "b": cycling([1.0, 1.2]), "c": cycling([0.5])}
+    cmp = bench.compare_timers(timers, {"a": 1.0, "b": 1.0, "c": 0.5}, baseline="a", repeats=5)
+    assert not cmp.settled("b") and cmp.settled("c") and cmp.apart("c") and not cmp.apart("b")
+    assert len(cmp["b"].times_s) == len(cmp.twin.times_s) == bench.MORE_ROUNDS * 5
+    clear = bench.compare_timers({"a": cycling([1.0]), "c": cycling([0.5])}, {"a": 1.0, "c": 0.5},
+                                 baseline="a", repeats=5)
+    assert clear.settled("c") and len(clear["c"].times_s) == 5
 
 
 def test_compare_timers_takes_any_way_of_timing_a_round():

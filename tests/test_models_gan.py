@@ -298,7 +298,7 @@ def test_trace_steps_writes_a_profile_and_lists_ops(tmp_path, model, images):
 def test_auto_clustering_runs_both_variants_in_live_processes_in_turns():
     c = G.auto_clustering(size=8, batch=4, repeats=2, n_images=SMALL_FILE)
     assert c.names == [G.STEPS["tf_function"], G.STEPS["auto_jit"]] and c.baseline == G.STEPS["tf_function"]
-    assert all(len(t.times_s) == 2 for t in c.timings) and len(c.twin.times_s) == 2  # the A/A pair
+    assert c.rounds in (2, 4, 6) and c.rounds == len(c.twin.times_s)  # the A/A pair, in the same rounds
     assert c.params["compilations"][G.STEPS["tf_function"]] == 0
     assert c.params["compilations"][G.STEPS["auto_jit"]] >= 1
 
