@@ -97,6 +97,8 @@ class Generation:
         # seed_input=False: the seed's key is a constant of the program (replicas on other devices cannot
         # read the model's variable under XLA), so the program's key must name the seed
         self.fixed_root = None if seed_input else rng.key(model.seed)
+        if seed_input:  # the knobs are read from variables too, filled now for code that traces this directly
+            model.fill_knobs()
         self.spec = model.input.spec
         self.sign = 1.0 if model.fitness.maximize else -1.0
         # what selection and migration rank by: per objective for a MultiObjective fitness

@@ -218,17 +218,23 @@ class Model:
         if stale:
             self._programs.clear()
 
+    def fill_knobs(self) -> list[knobs.Knobs]:
+        """Put every op's knobs as they are now into the variables its programs read (``evo.knobs``);
+        returns them, node by node."""
+        now = [node.op.knobs(node.inputs[0].spec) for node in self.nodes]
+        for node, values in zip(self.nodes, now):
+            knobs.fill(node.op, node.inputs[0].spec, values)
+        return now
+
     def program(self, key: tuple, build, knobs_constant: bool = False):
         """The compiled program for ``key`` and the ops' knobs as they are now, built once per ``compile``
         (so a sweep reuses compilations). The knobs' variables get the ops' current values first, so a
         changed rate runs the same program where its structure is the same (``evo.knobs``);
         ``knobs_constant``: the program holds them as constants, so their values are part of its key."""
-        now = [(node.op, node.inputs[0].spec, node.op.knobs(node.inputs[0].spec)) for node in self.nodes]
-        for op, spec, values in now:
-            knobs.fill(op, spec, values)
-        key = (*key, tuple(values.key() for _, _, values in now))
+        now = self.fill_knobs()
+        key = (*key, tuple(values.key() for values in now))
         if knobs_constant:
-            key += (tuple(tuple((n, v.tobytes()) for n, v in sorted(values.values.items())) for _, _, values in now),)
+            key += (tuple(tuple((n, v.tobytes()) for n, v in sorted(values.values.items())) for values in now),)
         if key not in self._programs:
             self._programs[key] = build()
         return self._programs[key]
