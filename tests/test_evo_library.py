@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import evo
+from course_lib.evo import rng
 
 N_CITIES = 12
 
@@ -536,6 +537,36 @@ def test_a_mask_rate_that_changes_its_form_compiles_again_and_stays_right():
     mutation.rate = 0.25 / 256  # back: the first program, kept
     evolved(model, pop, 0, "graph", fitness, selection)
     assert model.trace_count == traces
+
+
+class NegateSome(evo.ops.Op, register=False):
+    """A custom op whose rate is a plain attribute, not a Knob: a constant of its program."""
+
+    genes = "float"
+
+    def __init__(self, rate, name=None):
+        super().__init__(name)
+        self.rate = rate
+
+    def apply(self, inputs, key, rows):
+        x = rows.take(inputs[0])
+        return tf.where(rng.uniform(rng.fold_in(key, 1), rows, tuple(x.shape[1:])) < self.rate, -x, x)
+
+
+def test_a_changed_op_setting_that_is_not_a_knob_builds_another_program():
+    pop = evo.population.uniform((16, 6), -1.0, 1.0, seed=2)
+    fitness, selection = evo.fitness.Sphere(), evo.selection.Tournament(size=2)
+    x = evo.Input(shape=(6,), dtype="float32")
+    negate = NegateSome(0.1)
+    model = evo.Model(x, negate(x))
+    evolved(model, pop, 0, "graph", fitness, selection)
+    traces = model.trace_count
+    negate.rate = 0.9  # read as a constant by its program: the old program would run the old rate
+    changed = evolved(model, pop, 0, "graph", fitness, selection)
+    assert model.trace_count > traces
+    y = evo.Input(shape=(6,), dtype="float32")
+    assert_same(evolved(evo.Model(y, NegateSome(0.9)(y)), pop, 0, "graph", evo.fitness.Sphere(),
+                        evo.selection.Tournament(size=2)), changed)
 
 
 def test_a_knob_is_checked_when_set_and_a_bad_value_keeps_the_old_one():

@@ -227,12 +227,13 @@ class Model:
         return now
 
     def program(self, key: tuple, build, knobs_constant: bool = False):
-        """The compiled program for ``key`` and the ops' knobs as they are now, built once per ``compile``
-        (so a sweep reuses compilations). The knobs' variables get the ops' current values first, so a
-        changed rate runs the same program where its structure is the same (``evo.knobs``);
+        """The compiled program for ``key`` and the ops as they are now, built once per ``compile`` (so a
+        sweep reuses compilations). The knobs' variables get the ops' current values first, so a changed
+        rate runs the same program where its structure is the same (``evo.knobs``); an op's other
+        parameters are part of the key (``Op.settings``), so changing one builds another program;
         ``knobs_constant``: the program holds them as constants, so their values are part of its key."""
         now = self.fill_knobs()
-        key = (*key, tuple(values.key() for values in now))
+        key = (*key, tuple(values.key() for values in now), tuple(node.op.settings() for node in self.nodes))
         if knobs_constant:
             key += (tuple(tuple((n, v.tobytes()) for n, v in sorted(values.values.items())) for values in now),)
         if key not in self._programs:

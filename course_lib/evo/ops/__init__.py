@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from course_lib.evo.ops.base import Op
 
-# public base classes, and the helper every mating op draws its mates with (``partner_rows``): not ops
+# public base classes, the helper every mating op draws its mates with (``partner_rows``) and the
+# descriptor of an op's runtime settings (``Knob``): not ops
 _BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation",
-          "partner_rows": "base"}
+          "partner_rows": "base", "Knob": "base"}
 
 
 def registry() -> dict[str, type["Op"]]:

@@ -167,6 +167,16 @@ class Op:
         what derives from them, and the structure they imply. Default: nothing."""
         return knobs_lib.Knobs()
 
+    def settings(self) -> tuple:
+        """The op's parameters that are constants of its program (every one but its ``Knob``s), exactly:
+        part of a program's key, so that changing one compiles again instead of running the old value."""
+        knob_names = {n for cls in type(self).__mro__ for n, v in vars(cls).items() if isinstance(v, Knob)}
+        try:
+            config = self.get_config()
+        except TypeError:  # an op that stores a parameter under another name: all it holds
+            config = {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "name"}
+        return tuple((k, repr(v)) for k, v in sorted(config.items()) if k not in knob_names)
+
     def knob_values(self, spec: GenomeSpec) -> dict[str, tf.Tensor]:
         """``knobs(spec)``'s values as tensors: read from variables inside a model's program, else constants."""
         return knobs_lib.tensors(self, spec, self.knobs(spec))
