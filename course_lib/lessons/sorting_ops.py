@@ -44,7 +44,7 @@ class SortingOrderCrossover(ops.OrderCrossover, register=False):
         kept = tf.gather(rotated, order, batch_dims=1)
         fill = tf.gather(kept, (pos - b) % length, batch_dims=1)
         keep_parent = (pos >= a) & (pos < b)
-        crossed = self.crossed(key, rows)
+        crossed = self.crossed(key, rows, ops.genome_spec(inputs[0]))
         if crossed is not None:
             keep_parent |= ~crossed[:, None]
         return tf.cast(tf.where(keep_parent, x, fill), inputs[0].dtype)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from course_lib.evo.ops.base import Op
 
-# public base classes, the helper every mating op draws its mates with (``partner_rows``) and the
-# descriptor of an op's runtime settings (``Knob``): not ops
+# public base classes, the helpers every mating op draws its mates with (``partner_rows``) and reads its
+# knobs for (``genome_spec``), and the descriptor of an op's runtime settings (``Knob``): not ops
 _BASES = {"Op": "base", "Mating": "base", "Crossover": "crossover", "PermutationOp": "permutation",
-          "partner_rows": "base", "Knob": "base"}
+          "partner_rows": "base", "genome_spec": "base", "Knob": "base"}
 
 
 def registry() -> dict[str, type["Op"]]:
