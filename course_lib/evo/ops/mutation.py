@@ -51,7 +51,26 @@ def _floyd(size, count: tf.Tensor, draws: tf.Tensor, stop: int) -> list:
     return picks
 
 
-class BlockPicks:
+class _Tables:
+    """Thresholds as tensors: an op's knob values once set (``GeneMask.read``), else constants made where
+    they are used (never kept: a mask may serve several traced functions), not when only ``knobs()`` is
+    asked for, as ``Model.program`` does before every run."""
+
+    _tables: dict[str, tf.Tensor] | None = None
+
+    def knobs(self) -> knobs.Knobs:
+        raise NotImplementedError
+
+    @property
+    def tables(self) -> dict[str, tf.Tensor]:
+        return knobs.constants(self.knobs()) if self._tables is None else self._tables
+
+    @tables.setter
+    def tables(self, values: dict[str, tf.Tensor]) -> None:
+        self._tables = values
+
+
+class BlockPicks(_Tables):
     """Picks with probability ``rate`` per gene, decided per block of 32 genes (one packed word) by one
     uint32 word u when the block has at most two picks.
 
@@ -86,7 +105,6 @@ class BlockPicks:
         total = math.fsum(weights) or 1.0  # 0: no escape at all (T2 = 2**32)
         cumulative = [math.fsum(weights[:k + 1]) / total for k in range(bits + 1)]
         self.thresholds = [t for t in (round(c * 2**32) for c in cumulative) if t < 2**32]
-        self.tables = knobs.constants(self.knobs())  # GeneMask.read puts an op's knob values here
 
     def knobs(self) -> knobs.Knobs:
         """The interval ends below 2**32 and the escape's thresholds; which ends reach 2**32 and how many
@@ -141,7 +159,7 @@ class BlockPicks:
                                   tf.zeros([], tf.uint32)) for i, t in enumerate(picks)])  # distinct bits: sum = or
 
 
-class GeneMask:
+class GeneMask(_Tables):
     """The genes a per-gene ``rate`` picks in each genome of ``size`` genes.
 
     Block form (``BlockPicks``), where a block of 32 genes rarely has three picks or more: one
@@ -160,7 +178,6 @@ class GeneMask:
         rare = 0 < rate < 1 and rate * size <= SPARSE_MEAN and not self.blocks
         self.thresholds = self._cdf_thresholds() if rare else []
         self.sparse = 0 < len(self.thresholds) <= size // 4
-        self.tables = knobs.constants(self.knobs())  # or an op's knob values (``read``)
 
     def knobs(self) -> knobs.Knobs:
         """What the mask reads at run time: its form's thresholds. The form (none, all, blocks, sparse,
