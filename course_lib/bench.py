@@ -192,6 +192,7 @@ class Comparison:
     title: str = ""
     params: dict = field(default_factory=dict)
     twin: Timing | None = None
+    repeats: int | None = None  # the rounds asked for; ``rounds`` may be a multiple of it (None: put together by hand)
 
     COLUMNS = ("variant", "first call (ms)", "median (ms)", "spread (ms)", "speedup", "speedup 95% interval", "verdict")
 
@@ -293,7 +294,7 @@ class Comparison:
         return f"noise floor {_factor(self.noise_floor)}x ({how})"
 
     def to_dict(self) -> dict:
-        return {"title": self.title, "baseline": self.baseline, "params": self.params,
+        return {"title": self.title, "baseline": self.baseline, "params": self.params, "repeats": self.repeats,
                 "machine": self.machine, "columns": list(self.COLUMNS), "noise_floor": self.noise_floor,
                 "twin": None if self.twin is None else self.twin.to_dict(),
                 "variants": [dict(t.to_dict(), speedup=self.speedup(t.name), interval=list(self.interval(t.name)),
@@ -441,7 +442,7 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
         twin_timing = Timing(name=f"{baseline} ({TWIN})", first_call_s=first_call_s[baseline],
                              times_s=list(times[TWIN]), number=numbers.get(baseline, 1))
         return Comparison(timings=timings, baseline=baseline, title=title, params=dict(params or {}),
-                          twin=twin_timing)
+                          twin=twin_timing, repeats=repeats)
 
     r = 0
     while True:

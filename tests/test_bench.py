@@ -221,7 +221,8 @@ def test_a_command_writes_one_report_with_its_arguments_and_the_machine(tmp_path
     assert report["args"] == {"repeats": 4, "quick": False, "out": str(out), "size": 6}
     assert report["machine"] == bench.machine()
     [c] = report["comparisons"]
-    assert [v["name"] for v in c["variants"]] == ["a", "b"] and len(c["variants"][0]["times_s"]) == 4
+    assert [v["name"] for v in c["variants"]] == ["a", "b"] and c["repeats"] == 4
+    assert len(c["variants"][0]["times_s"]) in (4, 8, 12)  # more blocks while a ratio is unsettled: noise decides
     assert f"wrote {out}" in capsys.readouterr().out
 
 
@@ -308,7 +309,7 @@ def test_an_unsettled_ratio_gets_more_rounds_and_a_settled_one_does_not():
     timers = {"a": cycling([1.0]), "b": cycling([1.0, 1.2]), "c": cycling([0.5])}
     cmp = bench.compare_timers(timers, {"a": 1.0, "b": 1.0, "c": 0.5}, baseline="a", repeats=5)
     assert not cmp.settled("b") and cmp.settled("c") and cmp.apart("c") and not cmp.apart("b")
-    assert len(cmp["b"].times_s) == len(cmp.twin.times_s) == bench.MORE_ROUNDS * 5
+    assert len(cmp["b"].times_s) == len(cmp.twin.times_s) == bench.MORE_ROUNDS * 5 and cmp.repeats == 5
     clear = bench.compare_timers({"a": cycling([1.0]), "c": cycling([0.5])}, {"a": 1.0, "c": 0.5},
                                  baseline="a", repeats=5)
     assert clear.settled("c") and len(clear["c"].times_s) == 5
