@@ -170,6 +170,23 @@ def test_verdicts_are_read_back_and_only_the_changed_ones_reported(tmp_path):
     assert lectures.verdict_changes(first, first) == []
 
 
+def test_a_figure_in_the_words_before_a_verdict_is_not_part_of_what_it_judges(tmp_path):
+    steady = _comparison(0.5)
+
+    def lecture(name, took_ms, against_ms):
+        return _executed(tmp_path / name, [[_markdown(
+            f"OneMax 1,000 x 1,000 took {took_ms} ms against the chain's {against_ms} ms (2.1x; "
+            + steady.verdict("prefetch", over="naive"))]])
+
+    first, second = lecture("a.ipynb", 59.6, 60.2), lecture("b.ipynb", "61.0", "58.9")
+    assert lectures.verdicts_in(first) == {(0, "prefetch | naive"): "faster"}
+    sentence = "The loop took 59.6 ms against the chain's 60.2 ms: no measurable difference (1.01x"
+    assert lectures._verdicts_in_text(sentence) == {"The loop took … | the chain's …": "no difference"}
+    assert lectures._verdicts_in_text("OneMax 1,000 x 1,000 at 12 s: 3x faster than pymoo (95% interval") == {
+        "OneMax 1,000 x 1,000 at … | pymoo": "faster"}
+    assert lectures.verdict_changes(first, second) == []
+
+
 def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypatch):
     steady, flipped = _comparison(0.5), _comparison(0.99)
     lecture = lectures.Lecture("00", "00_x", tmp_path / "00_x.ipynb")
