@@ -35,7 +35,11 @@ def export(fn, specs, base: str) -> dict:
     concrete = fn.get_concrete_function(*specs)
     with lzma.open(base + ".hlo.pb.xz", "wb", preset=9) as fh:
         fh.write(compiler_ir.from_concrete_function(concrete)(stage="hlo_serialized"))
-    captured = [np.asarray(c) for c in concrete.captured_inputs]
+    # a captured variable (a knob: the rates the program reads at run time, evo.knobs) enters the HLO as its
+    # value, so the runner passes what it holds now
+    variables = {id(v.handle): v for v in concrete.variables}
+    captured = [np.asarray(variables[id(c)].read_value() if c.dtype == tf.resource else c)
+                for c in concrete.captured_inputs]
     return {"hlo_proto": os.path.basename(base) + ".hlo.pb.xz",
             "params": [[list(s.shape), s.dtype.name] for s in tf.nest.flatten(concrete.structured_input_signature)],
             "captured": [c.tolist() for c in captured], "captured_dtypes": [c.dtype.name for c in captured],
