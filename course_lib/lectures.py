@@ -310,18 +310,16 @@ _CAPTION = re.compile(r"<caption>(?P<caption>[^<]*)</caption>")
 _FIGURE = re.compile(r"\d[\d.,]*(?:\s?(?:ms|µs|us|ns|s|%)|x)(?!\w)")
 
 
-def _subject(text: str) -> str:
-    """The part of a sentence before a verdict that names what it judges (after the last clause break)."""
-    text = re.split(r"[.;(*]\s|\*|^- ", text)[-1]
-    return _FIGURE.sub("…", text.strip(" -*_"))
+def _judged(m: re.Match) -> str:
+    """What a verdict sentence judges, "subject | over": the subject is the part before the verdict after
+    the last clause break, and measured figures in either are left out."""
+    subject = re.split(r"[.;(*]\s|\*|^- ", m["subject"])[-1].strip(" -*_")
+    return _FIGURE.sub("…", f"{subject} | {m['over'].strip()}")
 
 
 def _verdicts_in_text(text: str) -> dict[str, str]:
-    found = {}
-    for m in _CALLED.finditer(text):
-        found[f"{_subject(m['subject'])} | {_FIGURE.sub('…', m['over'].strip())}"] = m["call"]
-    for m in _NOT_CALLED.finditer(text):
-        found[f"{_subject(m['subject'])} | {_FIGURE.sub('…', m['over'].strip())}"] = "no difference"
+    found = {_judged(m): m["call"] for m in _CALLED.finditer(text)}
+    found.update({_judged(m): "no difference" for m in _NOT_CALLED.finditer(text)})
     return found
 
 
