@@ -78,15 +78,20 @@ def lectures(folder: Path = NOTEBOOKS, only: Sequence[str] | None = None) -> lis
 # What the tests run: the fastest setting that still walks every cell (one timed repeat, fewer
 # steps where only timed or plotted outputs depend on them). Cells marked # NBVAL_CHECK_OUTPUT
 # must print the same at this setting as at the defaults (the tests compare them), so a knob
-# that changes a seeded result, such as a GA's generations, stays at its default.
+# that changes a seeded result such a cell prints, such as its GA's generations, stays at its default.
 _FASTEST_EXTRA = {
     "06": {"TRAIN_STEPS": "30", "AUTO_JIT": "False"},  # auto-clustering: tests/test_models_gan.py runs it
-    "08": {"THREAD_REPEATS": "1"},
+    "08": {"THREAD_REPEATS": "1", "TRAIN_STEPS": "100"},  # the paths agree on whatever weights they share
+    "11": {"EVOFLOW_POP": "200", "EVOFLOW_GENES": "200"},  # EvoFlow's benchmark prints timings only
     "13": {"BENCH_GENERATIONS": "10"},
-    "14": {"TTQ_BUDGET": "[1.0, 2.0]", "KNOB_GENERATIONS": "50", "KNOB_STARTS": "2"},  # each GA still compiles and runs
-    "15": {"THROUGHPUT_POP": "8"},  # the timed policies only: a Keras call per network per step is the slow variant
+    "14": {"TTQ_BUDGET": "[1.0, 2.0]", "KNOB_GENERATIONS": "50", "KNOB_STARTS": "2",  # each GA still compiles
+           "TSP_GENERATIONS": "50", "CONTINUOUS_GENERATIONS": "50", "WIDGET_GENERATIONS": "50"},  # and runs
+    # the timed policies only (a Keras call per network per step is the slow variant); Gymnasium's
+    # episodes and the acrobot's run feed timed or plotted cells only
+    "15": {"THROUGHPUT_POP": "8", "GYM_EPISODES": "10", "ACRO_GENERATIONS": "10"},
     "16": {"DATA_STEPS": "4"},  # still past the batches the pipeline made during its warm-up
-    "17": {"GENERATIONS": "50", "WIDGET_GENERATIONS": "2"},  # the ZDT runs and the widget print no checked output
+    # the ZDT runs, the DTLZ race, the selection timing and the widget print no checked output
+    "17": {"GENERATIONS": "50", "WIDGET_GENERATIONS": "2", "MANY_GENERATIONS": "10", "SELECTION_POOLS": "(256, 1024)"},
 }
 
 

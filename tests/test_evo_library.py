@@ -138,24 +138,25 @@ def test_early_stopping_generation_is_its_own_stop_only():
 # -- the engine imports only the engine ----------------------------------------------------------------------
 
 
-def loaded_after(code: str) -> set[str]:
-    listing = "import sys; print(' '.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", f"{code}\n{listing}"], capture_output=True, text=True, check=True,
-                         timeout=300)
-    return set(out.stdout.split())
+def modules_loaded_by(*steps: str) -> list[set[str]]:
+    """The modules one fresh interpreter has loaded after each step, run in turn (one TensorFlow import)."""
+    listing = "print(' '.join(sorted(sys.modules)))"
+    code = "import sys\n" + "".join(f"{step}\n{listing}\n" for step in steps)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    return [set(line.split()) for line in out.stdout.splitlines()[-len(steps):]]
 
 
 def test_importing_the_engine_imports_no_keras_and_one_op_module_per_name():
     # TensorFlow's own import may load Keras (its tf.keras alias): the engine adds none of it
-    tensorflow = loaded_after("import tensorflow")
-    loaded = loaded_after("from course_lib import evo\nevo.ops.BitFlipMutation") - tensorflow
+    tensorflow, engine, with_neuro = modules_loaded_by(
+        "import tensorflow", "from course_lib import evo\nevo.ops.BitFlipMutation", "evo.neuro.mlp")
+    loaded = engine - tensorflow
     assert not any(m == "keras" or m.startswith("keras.") for m in loaded)
     assert "course_lib.evo.neuro" not in loaded
     ops = {m for m in loaded if m.startswith("course_lib.evo.ops.")}
     assert ops == {"course_lib.evo.ops.base", "course_lib.evo.ops.mutation"}
     assert {m for m in loaded if m.startswith("course_lib.")} <= {m for m in loaded if m.startswith("course_lib.evo")}
-    with_neuro = loaded_after("from course_lib import evo\nevo.neuro.mlp") - tensorflow
-    assert "course_lib.evo.neuro" in with_neuro
+    assert "course_lib.evo.neuro" in with_neuro - engine
 
 
 # -- ask/tell ------------------------------------------------------------------------------------------------

@@ -476,27 +476,25 @@ def test_sparse_mutation_picks_the_same_genes_eager_and_under_xla():
 
 @pytest.mark.parametrize("rate,size", [(0.1, 70), (1 / 1024, 1024)])
 def test_block_picks_are_the_same_in_every_mode_batch_and_form(rate, size):
-    # at rate 0.1 most rows have a block that escapes (3 picks or more), redone a row per loop trip
-    blocks, key, everyone = BlockPicks(rate), rng.key(11), Rows.all(300)
-    eager = blocks.words(key, everyone, size).numpy()
+    # at rate 0.1 most rows have a block that escapes (3 picks or more), redone a row per loop trip: one
+    # Python trip each when eager, so eager execution runs on one batch of the rows and the graph on all
+    blocks, key, everyone, batch = BlockPicks(rate), rng.key(11), Rows.all(300), Rows(96, 64, 300)
+    graph = tf.function(lambda k: blocks.words(k, everyone, size))(key).numpy()
     if size % 32:
-        assert (eager[:, -1] >> (size % 32) == 0).all()  # no picks past the genome
-    for run in (tf.function(lambda k: blocks.words(k, everyone, size)),
-                fusion.xla_function(lambda k: blocks.words(k, everyone, size))):
-        np.testing.assert_array_equal(run(key).numpy(), eager)
-    batch = Rows(96, 64, 300)
-    np.testing.assert_array_equal(fusion.xla_function(lambda k: blocks.words(k, batch, size))(key).numpy(),
-                                  eager[96:160])
-    onto = np.random.default_rng(1).integers(0, 2**32, eager.shape, dtype=np.uint32)
+        assert (graph[:, -1] >> (size % 32) == 0).all()  # no picks past the genome
+    np.testing.assert_array_equal(fusion.xla_function(lambda k: blocks.words(k, everyone, size))(key).numpy(), graph)
+    for run in (lambda k: blocks.words(k, batch, size), fusion.xla_function(lambda k: blocks.words(k, batch, size))):
+        np.testing.assert_array_equal(run(key).numpy(), graph[96:160])
+    onto = np.random.default_rng(1).integers(0, 2**32, graph.shape, dtype=np.uint32)
     flipped = fusion.xla_function(lambda k, x: blocks.words(k, everyone, size, onto=x))(key, tf.constant(onto))
-    np.testing.assert_array_equal(flipped.numpy(), onto ^ eager)
+    np.testing.assert_array_equal(flipped.numpy(), onto ^ graph)
     if rate == 0.1:
-        assert (np.asarray(tf.raw_ops.PopulationCount(x=eager)) >= 3).any(axis=1).mean() > 0.5
+        assert (np.asarray(tf.raw_ops.PopulationCount(x=graph)) >= 3).any(axis=1).mean() > 0.5
     else:  # GeneMask takes this form at 1/L for L = 1024, the same picks as bools
         mask = GeneMask(rate, size)
         assert mask.blocks and not mask.sparse
         bools = mask.genes(key, everyone).numpy()
-        np.testing.assert_array_equal(np.packbits(bools, axis=1, bitorder="little").view(np.uint32), eager)
+        np.testing.assert_array_equal(np.packbits(bools, axis=1, bitorder="little").view(np.uint32), graph)
 
 
 def test_block_picks_at_a_rate_below_32_bits_pick_nothing_in_every_mode():
