@@ -9,25 +9,20 @@ reversal (a 2-opt move). Short segments keep the kick local: most of a good tour
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import knobs, rng
-from course_lib.evo.ops.base import Knob, check_rate, genome_spec
+from course_lib.evo import rng
 from course_lib.evo.ops.local_search import move_segment
-from course_lib.evo.ops.permutation import PermutationOp
+from course_lib.evo.ops.permutation import RatedPermutationOp
 from course_lib.evo.validation import whole
 
 
-class DoubleBridge(PermutationOp):
+class DoubleBridge(RatedPermutationOp):
     """Swap two adjacent random segments of 1 to ``segment`` cities each, in a share ``rate``
     of the tours (the others pass unchanged)."""
 
-    rate = Knob(check_rate)
-
     def __init__(self, rate: float = 1.0, segment: int = 30, name: str | None = None):
-        super().__init__(name)
-        self.rate = rate
+        super().__init__(rate, name)
         self.segment = whole("segment", segment, 1, "DoubleBridge")
 
     def apply(self, inputs, key, rows):
@@ -35,7 +30,7 @@ class DoubleBridge(PermutationOp):
         n = tours.shape[1]
         if n < 4:  # no two segments and a rest to swap them in
             return rows.take(inputs[0])
-        mutate = rng.uniform(rng.fold_in(key, 1), rows, ()) < self.knob_values(genome_spec(inputs[0]))["rate"]
+        mutate = self.changed(inputs, key, rows)
         start = rng.integers(rng.fold_in(key, 2), rows, (), n)
         lengths = rng.integers(rng.fold_in(key, 3), rows, (2,), min(self.segment, (n - 1) // 2)) + 1
         first, second = lengths[:, 0], lengths[:, 1]
@@ -43,8 +38,5 @@ class DoubleBridge(PermutationOp):
         moved = move_segment(tours, start, first, (start + first + second - 1) % n, tf.zeros_like(start), mutate)
         return tf.cast(moved, inputs[0].dtype)
 
-    def knobs(self, spec):
-        return knobs.merged((), rate=np.float32(self.rate))
-
     def config(self):
-        return {"rate": self.rate, "segment": self.segment}
+        return {**super().config(), "segment": self.segment}

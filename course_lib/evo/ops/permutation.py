@@ -41,7 +41,9 @@ def random_segment(key: tf.Tensor, rows: Rows, length: int) -> tuple[tf.Tensor, 
     return tf.reduce_min(cuts, 1)[:, None], tf.reduce_max(cuts, 1)[:, None]
 
 
-class _Mutation(PermutationOp):
+class RatedPermutationOp(PermutationOp, register=False):
+    """A permutation op that changes a share ``rate`` of the tours, a knob (the others pass unchanged)."""
+
     rate = Knob(check_rate)
 
     def __init__(self, rate: float = 1.0, name: str | None = None):
@@ -51,18 +53,23 @@ class _Mutation(PermutationOp):
     def knobs(self, spec):
         return knobs.merged((), rate=np.float32(self.rate))
 
+    def changed(self, inputs, key: tf.Tensor, rows: Rows, shape: tuple[int, ...] = ()) -> tf.Tensor:
+        """bool ``(B,) + shape``: the tours this call changes, drawn from ``key`` folded with 1."""
+        return rng.uniform(rng.fold_in(key, 1), rows, shape) < self.knob_values(genome_spec(inputs[0]))["rate"]
+
+    def config(self):
+        return {"rate": self.rate}
+
+
+class _Mutation(RatedPermutationOp):
     def index(self, key: tf.Tensor, rows: Rows, length: int, mutate: tf.Tensor) -> tf.Tensor:
         """int32 (B, L): where each gene of the child comes from; identity where not ``mutate``."""
         raise NotImplementedError
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
-        mutate = rng.uniform(rng.fold_in(key, 1), rows, (1,)) < self.knob_values(genome_spec(inputs[0]))["rate"]
-        idx = self.index(rng.fold_in(key, 2), rows, x.shape[1], mutate)
+        idx = self.index(rng.fold_in(key, 2), rows, x.shape[1], self.changed(inputs, key, rows, (1,)))
         return tf.gather(x, idx, batch_dims=1)
-
-    def config(self):
-        return {"rate": self.rate}
 
 
 class SwapMutation(_Mutation):
