@@ -338,18 +338,34 @@ class Replicated:
                                                             batch, chunk, target), knobs_constant=True)
 
 
+def traced_once(f):
+    """``f`` traced once for all replicas. A ``tf.function`` keys its traces by the device scope too, so each
+    replica's call would trace (and then compile) its own copy; traced with no device scope, its ops carry no
+    device and run where each replica's call is placed. Eager mode has no trace to share."""
+    if not hasattr(f, "get_concrete_function"):
+        return f
+
+    def call(*args):
+        with tf.compat.v1.device(None):
+            concrete = f.get_concrete_function(*args)
+        return concrete(*args)
+
+    return call
+
+
 class ReplicaWork:
     """A replica's own work for one (model, mode, packing, shard size, batch), compiled in the mode.
 
     Shared by every strategy and policy with the same shard size (cached in the model), so a
-    sweep over them compiles these once per device.
+    sweep over them traces these once (``traced_once``) and compiles them once per device.
     """
 
     def __init__(self, model, mode, packed, shard, batch, target):
         self.gen = Generation(model, packed, shard, batch, seed_input=False)
         wrap = compiler(model, mode, target)
-        self.start, self.children = wrap(self.gen.start), wrap(self._children)
-        self.select, self.islands = wrap(self._select), wrap(self._islands)
+        self.start = wrap(self.gen.start)
+        self.children, self.select, self.islands = (traced_once(wrap(f)) for f in (self._children, self._select,
+                                                                                    self._islands))
 
     def _children(self, pop, fit, generation, replica):
         return self.gen.pool(pop, fit, self.gen.key(generation, replica), generation)
