@@ -479,11 +479,18 @@ def test_block_picks_are_the_same_in_every_mode_batch_and_form(rate, size):
     # at rate 0.1 most rows have a block that escapes (3 picks or more), redone a row per loop trip: one
     # Python trip each when eager, so eager execution runs on one batch of the rows and the graph on all
     blocks, key, everyone, batch = BlockPicks(rate), rng.key(11), Rows.all(300), Rows(96, 64, 300)
-    graph = tf.function(lambda k: blocks.words(k, everyone, size))(key).numpy()
+
+    def on_all(k):
+        return blocks.words(k, everyone, size)
+
+    def on_batch(k):
+        return blocks.words(k, batch, size)
+
+    graph = tf.function(on_all)(key).numpy()
     if size % 32:
         assert (graph[:, -1] >> (size % 32) == 0).all()  # no picks past the genome
-    np.testing.assert_array_equal(fusion.xla_function(lambda k: blocks.words(k, everyone, size))(key).numpy(), graph)
-    for run in (lambda k: blocks.words(k, batch, size), fusion.xla_function(lambda k: blocks.words(k, batch, size))):
+    np.testing.assert_array_equal(fusion.xla_function(on_all)(key).numpy(), graph)
+    for run in (on_batch, fusion.xla_function(on_batch)):
         np.testing.assert_array_equal(run(key).numpy(), graph[96:160])
     onto = np.random.default_rng(1).integers(0, 2**32, graph.shape, dtype=np.uint32)
     flipped = fusion.xla_function(lambda k, x: blocks.words(k, everyone, size, onto=x))(key, tf.constant(onto))
