@@ -10,8 +10,10 @@ A verdict ("faster", "slower", "no measurable difference") is called the same wa
 (``Comparison.verdict``): the variants run in interleaved rounds, the baseline twice per round
 (an A/A pair: the same code against itself), a bootstrap over the rounds gives each ratio a 95%
 interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A
-difference is called only when the ratio's whole interval lies outside the floor, so noise that
-would flip the verdict on a re-run shows up as a wide interval and is not called.
+difference is called only when the ratio's whole interval lies outside the floor, and "no measurable
+difference" only when it lies wholly inside; an interval that reaches across the floor's edge, still
+there after more rounds, is "too close to call". A re-run can move a ratio at the edge to either side,
+and then it contradicts neither of the other two verdicts.
 """
 
 from __future__ import annotations
@@ -155,6 +157,7 @@ MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is ne
                          # of a lecture on a shared machine drift by that much even when each run's A/A is tight
 TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
 MORE_ROUNDS = 3          # a comparison left unsettled after its rounds gets more, up to this many times as many
+TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after MORE_ROUNDS
 
 
 def ratio_interval(over_s: Sequence[float], name_s: Sequence[float]) -> tuple[float, float]:
@@ -245,20 +248,34 @@ class Comparison:
         floor = self.noise_floor
         return lo > floor or hi < 1 / floor
 
+    def call(self, name: str, over: str | None = None) -> str:
+        """The verdict in words: "faster" or "slower" (``apart``), "no difference" (the whole interval
+        within the noise floor) or "too close to call" (the interval reaches across an edge of the floor,
+        so a re-run may fall on either side of it)."""
+        if self.apart(name, over):
+            return "faster" if self.speedup(name, over) >= 1 else "slower"
+        return "no difference" if self.settled(name, over) else TOO_CLOSE
+
     def verdict(self, name: str, over: str | None = None) -> str:
         """One sentence read from the measurement, so committed prose and a re-run cannot disagree.
 
         "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x; noise floor 1.05x)", "... 3.1x
-        slower than ...", or "cache against naive: no measurable difference (1.02x; 95% interval
-        0.97–1.08x, within the noise floor of 1.05x)". ``lectures.verdicts_in`` reads them back.
+        slower than ...", "cache against naive: no measurable difference (1.02x; 95% interval
+        0.97–1.03x, within the noise floor of 1.05x)", or "cache against naive: too close to call
+        (1.06x; 95% interval 1.02–1.11x reaches across the noise floor of 1.05x)".
+        ``lectures.verdicts_in`` reads them back.
         """
         over = over or self.baseline
         ratio = self.speedup(name, over)
         lo, hi = self.interval(name, over)
         floor = self.noise_floor
-        if not self.apart(name, over):
+        call = self.call(name, over)
+        if call == "no difference":
             return (f"{name} against {over}: no measurable difference ({ratio_text(ratio)}; 95% interval "
                     f"{_factor(lo)}–{_factor(hi)}x, within the noise floor of {_factor(floor)}x)")
+        if call == TOO_CLOSE:
+            return (f"{name} against {over}: {TOO_CLOSE} ({ratio_text(ratio)}; 95% interval "
+                    f"{_factor(lo)}–{_factor(hi)}x reaches across the noise floor of {_factor(floor)}x)")
         if ratio >= 1:
             direction = f"{ratio_text(ratio)} faster than"
         else:  # the interval in the headline's direction: how many times slower
@@ -270,11 +287,7 @@ class Comparison:
         return Verdicts([self.verdict(n) for n in self.names if n != self.baseline])
 
     def _call_word(self, name: str) -> str:
-        if name == self.baseline:
-            return "baseline"
-        if not self.apart(name):
-            return "no difference"
-        return "faster" if self.speedup(name) >= 1 else "slower"
+        return "baseline" if name == self.baseline else self.call(name)
 
     def rows(self) -> list[tuple]:
         out = []
@@ -425,8 +438,8 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
 
     A verdict flips between two runs when a ratio's interval straddles an edge of the noise floor: the
     rounds could not tell. So while a variant is not ``settled``, another ``repeats`` rounds are run, up to
-    ``MORE_ROUNDS`` times as many in all; a ratio that sits on the floor's edge stays unsettled and is
-    reported as measured.
+    ``MORE_ROUNDS`` times as many in all; a ratio that sits on the floor's edge stays unsettled, and its
+    verdict is "too close to call".
     """
     if baseline not in timers:
         raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(timers)}")

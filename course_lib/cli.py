@@ -45,7 +45,8 @@ def _report_twice(changes, path) -> None:
     for change in changes:
         print(change)
     report = json.loads(path.read_text())
-    print(f"{report['changed']} of {report['verdicts']} verdict(s) changed between the two runs (details: {path})")
+    print(f"{report['changed']} of {report['verdicts']} verdict(s) changed between the two runs, "
+          f"{report['contradicted']} of them to one the other run ruled out (details: {path})")
     if report["failed"]:
         print(f"failed in a run, so not compared: {', '.join(report['failed'])}", file=sys.stderr)
 

@@ -222,8 +222,11 @@ def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> ben
         out.append("more towers at a time than cores means one tower's time is partly the call's fixed cost, "
                    "which the towers together pay once")
     ratio = comparison.speedup(towers_n, over="towers, one device")
-    if not comparison.apart(towers_n, "towers, one device"):
+    call = comparison.call(towers_n, "towers, one device")
+    if call == "no difference":
         out.append("splitting the towers changed nothing measurable here")
+    elif call == bench.TOO_CLOSE:
+        out.append("whether splitting the towers changed anything, this run cannot say")
     elif ratio > 1:
         out.append(f"splitting let more towers run side by side ({at_once['towers, one device']:.2g} -> "
                    f"{at_once[towers_n]:.2g} at a time): each device runs its part of the function on its own")

@@ -7,7 +7,8 @@ terminal, which shows only progress and results; ``write_index`` gathers each le
 key results (cells tagged ``key-result``) into one HTML page with the machine it ran on.
 ``run_twice`` runs lectures twice on one machine and ``verdict_changes`` lists the rendered
 verdicts (``bench.Comparison.verdict`` sentences and the verdict column of its tables) that
-differ between the two runs: how often a reader's re-run would contradict the text.
+differ between the two runs, and which of those contradict each other: how often a reader's re-run
+would contradict the text.
 """
 
 from __future__ import annotations
@@ -305,10 +306,11 @@ devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strf
 # the sentence Comparison.verdict renders: "A: 1.9x faster than B (95% interval ...", "A against B: no measurable
 # difference (1.02x; 95% interval ..."
 _CALLED = re.compile(r"(?P<subject>[^\n]*?): [\d.,]+x (?P<call>faster|slower) than (?P<over>[^\n]*?) \(95% interval")
-_NOT_CALLED = re.compile(r"(?P<subject>[^\n]*?) against (?P<over>[^\n:]*?): no measurable difference \(")
+_NOT_CALLED = re.compile(r"(?P<subject>[^\n]*?) against (?P<over>[^\n:]*?): "
+                         r"(?P<call>no measurable difference|too close to call) \(")
 # a row of Comparison's HTML table, whose last column is the call against the baseline
 _ROW = re.compile(r"<tr><td>(?P<name>[^<]*)</td>(?:<td>(?:<b>)?[^<]*(?:</b>)?</td>){5}"
-                  r"<td>(?P<call>faster|slower|no difference)</td></tr>")
+                  r"<td>(?P<call>faster|slower|no difference|too close to call)</td></tr>")
 _CAPTION = re.compile(r"<caption>(?P<caption>[^<]*)</caption>")
 # a measured figure inside the words before a verdict ("took 59.6 ms against the chain's 60.2 ms"): it changes
 # from run to run, while what the sentence judges does not
@@ -324,7 +326,8 @@ def _judged(m: re.Match) -> str:
 
 def _verdicts_in_text(text: str) -> dict[str, str]:
     found = {_judged(m): m["call"] for m in _CALLED.finditer(text)}
-    found.update({_judged(m): "no difference" for m in _NOT_CALLED.finditer(text)})
+    found.update({_judged(m): m["call"].replace("no measurable difference", "no difference")
+                  for m in _NOT_CALLED.finditer(text)})
     return found
 
 
@@ -368,9 +371,17 @@ class VerdictChange:
     first: str | None
     second: str | None
 
+    @property
+    def contradicts(self) -> bool:
+        """Whether the second run says what the first ruled out: a difference called in one run and "no
+        difference" (or the other direction) in the other. A move to or from "too close to call", which
+        says a re-run may fall either way, or a verdict one run did not render, contradicts nothing."""
+        return {self.first, self.second} <= {"faster", "slower", "no difference"}
+
     def __str__(self) -> str:
         return (f"{self.notebook} cell {self.cell}: {self.judged}: "
-                f"{self.first or '(absent)'} -> {self.second or '(absent)'}")
+                f"{self.first or '(absent)'} -> {self.second or '(absent)'}"
+                + (" (contradicts)" if self.contradicts else ""))
 
 
 def verdict_changes(first: Path, second: Path) -> list[VerdictChange]:
@@ -384,8 +395,9 @@ def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | Non
               output_dir: Path = BUILD / "twice", in_place: bool = False, progress: bool = True
               ) -> tuple[list[Outcome], list[VerdictChange], Path]:
     """Run the lectures twice on this machine (``output_dir/run-1``, ``run-2``) and compare every verdict they
-    render; writes ``output_dir/verdicts.json`` (counts and each change). With ``in_place`` the second run
-    writes over the lectures themselves, so the notebooks committed are the second of the two runs compared.
+    render; writes ``output_dir/verdicts.json`` (how many changed, how many of those contradict, and each change).
+    With ``in_place`` the second run writes over the lectures themselves, so the notebooks committed are the
+    second of the two runs compared.
     Returns both runs' outcomes, the changes and that file's path; a lecture that failed in either run is
     left out of the comparison (its outcome says why)."""
     runs = [run(only, params, output_dir=output_dir / f"run-{i}", in_place=in_place and i == 2, progress=progress)
@@ -395,7 +407,8 @@ def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | Non
         if one.ok and two.ok:
             counted += len(set(verdicts_in(one.output)) | set(verdicts_in(two.output)))
             changes += verdict_changes(one.output, two.output)
-    report = {"verdicts": counted, "changed": len(changes), "lectures": [o.lecture.stem for o in runs[0]],
+    report = {"verdicts": counted, "changed": len(changes),
+              "contradicted": sum(c.contradicts for c in changes), "lectures": [o.lecture.stem for o in runs[0]],
               "failed": [o.lecture.stem for o in runs[0] + runs[1] if not o.ok],
               "changes": [vars(c) for c in changes]}
     path = output_dir / "verdicts.json"

@@ -128,12 +128,34 @@ def test_a_clear_difference_is_called_with_its_interval():
     assert [row[-1] for row in c.rows()] == ["baseline", "faster"]
 
 
-def test_overlapping_noise_is_not_called():
-    # 3% apart under 20% noise: the interval reaches across the floor
-    c = _comparison({"a": _rounds(1.0, 0.2), "b": _rounds(0.97, 0.2, seed=1)}, twin=_rounds(1.0, 0.2, seed=2))
-    assert not c.apart("b") and not c.apart("a", over="b")
+def test_a_ratio_whose_interval_reaches_across_the_floor_is_too_close_to_call():
+    # 5% apart under 3% noise against a quiet A/A pair: the interval reaches across the floor's edge, so a re-run
+    # may fall on either side of it
+    c = _comparison({"a": _rounds(1.0, 0.03), "b": _rounds(1 / 1.05, 0.03, seed=1)}, twin=_rounds(1.0, 0.005, seed=2))
+    lo, hi = c.interval("b")
+    assert lo < c.noise_floor < hi
+    assert not c.apart("b") and not c.apart("a", over="b") and not c.settled("b")
+    assert c.call("b") == c.call("a", over="b") == bench.TOO_CLOSE
+    assert c.verdict("b").startswith("b against a: too close to call (")
+    assert "reaches across the noise floor of 1.05x" in c.verdict("b")
+    assert [row[-1] for row in c.rows()] == ["baseline", "too close to call"]
+    # 3% apart under 20% noise on both sides, the A/A pair as well: the floor is wide and holds the interval
+    wide = _comparison({"a": _rounds(1.0, 0.2), "b": _rounds(0.97, 0.2, seed=1)}, twin=_rounds(1.0, 0.2, seed=2))
+    lo, hi = wide.interval("b")
+    assert wide.noise_floor > 1.2 and 1 / wide.noise_floor < lo <= hi < wide.noise_floor
+    assert wide.call("b") == "no difference"
+
+
+def test_no_difference_is_said_only_when_the_whole_interval_lies_within_the_floor():
+    # the same code twice, timed precisely: the interval sits inside [1 / floor, floor]
+    c = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1.0, 0.005, seed=1)}, twin=_rounds(1.0, 0.005, seed=2))
+    lo, hi = c.interval("b")
+    assert 1 / c.noise_floor < lo <= hi < c.noise_floor
+    assert c.settled("b") and not c.apart("b") and c.call("b") == "no difference"
     assert c.verdict("b").startswith("b against a: no measurable difference (")
-    assert "within the noise floor" in c.verdict("b")
+    assert "within the noise floor of 1.05x" in c.verdict("b")
+    assert [row[-1] for row in c.rows()] == ["baseline", "no difference"]
+    assert c.to_dict()["variants"][1]["verdict"] == "no difference"
 
 
 def test_the_noise_floor_is_the_a_a_pair_interval_and_a_difference_must_clear_it():
@@ -163,7 +185,7 @@ def test_a_bimodal_spread_gives_a_wide_interval_and_a_verdict_only_where_both_mo
     # one mode as fast as the baseline, the other far slower: the interval reaches 1, so nothing is called
     mixed = [1.0e-3 if i % 2 else 14e-3 for i in range(15)]
     c = bench.Comparison([_timing("quiet", quiet), _timing("mixed", mixed)], baseline="quiet")
-    assert not c.apart("mixed") and "no measurable difference" in c.verdict("mixed")
+    assert not c.apart("mixed") and c.call("mixed") == bench.TOO_CLOSE and "too close to call" in c.verdict("mixed")
 
 
 def test_the_bootstrap_is_deterministic_given_the_timings():
@@ -309,6 +331,7 @@ def test_an_unsettled_ratio_gets_more_rounds_and_a_settled_one_does_not():
     timers = {"a": cycling([1.0]), "b": cycling([1.0, 1.2]), "c": cycling([0.5])}
     cmp = bench.compare_timers(timers, {"a": 1.0, "b": 1.0, "c": 0.5}, baseline="a", repeats=5)
     assert not cmp.settled("b") and cmp.settled("c") and cmp.apart("c") and not cmp.apart("b")
+    assert (cmp.call("b"), cmp.call("c")) == (bench.TOO_CLOSE, "faster")
     assert len(cmp["b"].times_s) == len(cmp.twin.times_s) == bench.MORE_ROUNDS * 5 and cmp.repeats == 5
     clear = bench.compare_timers({"a": cycling([1.0]), "c": cycling([0.5])}, {"a": 1.0, "c": 0.5},
                                  baseline="a", repeats=5)

@@ -166,8 +166,23 @@ def test_verdicts_are_read_back_and_only_the_changed_ones_reported(tmp_path):
         (1, "1 word per call: prefetch | naive", "faster", None),
         (1, "In sin(x): prefetch | naive", "faster", "no difference"),
         (1, "and naive | prefetch", "slower", None)]
-    assert str(changes[0]) == "a.ipynb cell 0: pipeline | prefetch | table: faster -> no difference"
+    assert str(changes[0]) == "a.ipynb cell 0: pipeline | prefetch | table: faster -> no difference (contradicts)"
+    assert [c.contradicts for c in changes] == [True, False, True, False]  # a verdict one run lacks: no
     assert lectures.verdict_changes(first, first) == []
+
+
+def test_a_verdict_too_close_to_call_is_read_back_and_contradicts_neither_side(tmp_path):
+    edge = _comparison(0.5)
+    edge.timings[1].times_s = [(0.9, 1.0, 0.95)[i % 3] for i in range(9)]  # 1.06x, its interval 1.01-1.11x
+    assert edge.call("prefetch") == "too close to call"
+    first = _executed(tmp_path / "a.ipynb", [[_rendered(edge), _markdown("In sin(x): " + edge.verdict("prefetch"))]])
+    assert lectures.verdicts_in(first) == {(0, "pipeline | prefetch | table"): "too close to call",
+                                           (0, "In sin(x): prefetch | naive"): "too close to call"}
+    second = _executed(tmp_path / "b.ipynb", [[_rendered(_comparison(0.5)),
+                                               _markdown("In sin(x): " + _comparison(0.99).verdict("prefetch"))]])
+    changes = lectures.verdict_changes(first, second)
+    assert [(c.first, c.second, c.contradicts) for c in changes] == [
+        ("too close to call", "no difference", False), ("too close to call", "faster", False)]
 
 
 def test_a_figure_in_the_words_before_a_verdict_is_not_part_of_what_it_judges(tmp_path):
@@ -206,13 +221,13 @@ def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypa
     assert written_in_place == [False, True]  # the second run writes the lectures the repository commits
     assert len(outcomes) == 2 and [c.judged for c in changes] == ["pipeline | prefetch | table"]
     report = json.loads(path.read_text())
-    assert (report["verdicts"], report["changed"], report["failed"]) == (1, 1, [])
+    assert (report["verdicts"], report["changed"], report["contradicted"], report["failed"]) == (1, 1, 1, [])
     assert path == tmp_path / "twice" / "verdicts.json"
 
 
 def test_course_lectures_twice_prints_each_change_and_the_count(tmp_path, monkeypatch, capsys):
     report = tmp_path / "verdicts.json"
-    report.write_text(json.dumps({"verdicts": 7, "changed": 1, "failed": []}))
+    report.write_text(json.dumps({"verdicts": 7, "changed": 1, "contradicted": 1, "failed": []}))
     change = lectures.VerdictChange("00_x.ipynb", 3, "a | b", "faster", "no difference")
     seen = []
 
@@ -224,13 +239,14 @@ def test_course_lectures_twice_prints_each_change_and_the_count(tmp_path, monkey
     assert cli.main(["lectures", "--twice", "--only", "00", "-p", "N", "3"]) == 0
     out = capsys.readouterr().out
     assert seen == [(["00"], {"N": "3"}, False)]
-    assert "00_x.ipynb cell 3: a | b: faster -> no difference" in out
-    assert f"1 of 7 verdict(s) changed between the two runs (details: {report})" in out
+    assert "00_x.ipynb cell 3: a | b: faster -> no difference (contradicts)" in out
+    assert f"1 of 7 verdict(s) changed between the two runs, 1 of them to one the other run ruled out " \
+        f"(details: {report})" in out
 
 
 def test_course_lectures_twice_in_place_commits_the_second_run_then_the_solutions(tmp_path, monkeypatch, capsys):
     report = tmp_path / "verdicts.json"
-    report.write_text(json.dumps({"verdicts": 2, "changed": 0, "failed": []}))
+    report.write_text(json.dumps({"verdicts": 2, "changed": 0, "contradicted": 0, "failed": []}))
     calls = []
     monkeypatch.setattr(lectures, "run_twice", lambda only, params, *, in_place: calls.append(("twice", in_place))
                         or ([], [], report))

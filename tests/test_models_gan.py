@@ -234,10 +234,10 @@ def _timing(name, *times):
     return bench.Timing(name=name, first_call_s=times[0], times_s=list(times), number=1)
 
 
-def _journey_inputs(auto=True):
+def _journey_inputs(auto=True, tf_ops=(0.199, 0.2, 0.201, 0.2)):
     S = G.STEPS
     steps = bench.Comparison([_timing(S["reload"], 1.0, 1.0, 1.0, 1.0), _timing(S["in_memory"], 0.2, 0.2, 0.2, 0.2),
-                              _timing(S["tf_ops"], 0.19, 0.2, 0.21, 0.2),
+                              _timing(S["tf_ops"], *tf_ops),
                               _timing(S["tf_function"], 0.02, 0.02, 0.02, 0.02)],
                              baseline=S["reload"], params={"batch": 64})
     batches = G.Throughput(bench.Comparison([_timing("a", 0.02, 0.02), _timing("b", 0.05, 0.05),
@@ -260,6 +260,9 @@ def test_journey_ratios_read_each_step_over_the_one_before():
     assert study["data loaded once"] == pytest.approx(2200 / 237) and study["one tf.function"] is None
     text = str(ratios.verdicts())
     assert "TF ops, still eager: 1x on this machine (within the noise floor: no measurable difference)" in text
+    edge = str(G.journey_ratios(*_journey_inputs(tf_ops=(0.19, 0.2, 0.21, 0.2))).verdicts())  # reaches 1/1.05x
+    assert "TF ops, still eager: 1x on this machine (too close to call: its interval reaches across the noise " \
+        "floor)" in edge
     assert "data loaded once: 5x on this machine; the study: 9.28x" in text
     assert ratios.plot() is not None and "<table>" in ratios._repr_html_()
     assert "XLA auto-clustering" not in [r["step"] for r in G.journey_ratios(*_journey_inputs(auto=False)).rows]

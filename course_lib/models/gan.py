@@ -456,7 +456,7 @@ class JourneyRatios:
     variants measured in the same run (``source`` names it).
     """
 
-    rows: list[dict]  # step, this machine, the study (or None), apart (None when not judged), source
+    rows: list[dict]  # step, this machine, the study (or None), call (bench.Comparison.call; None: not judged), source
     machine: dict = field(default_factory=dict)
 
     def ratio(self, step: str) -> float:
@@ -470,8 +470,10 @@ class JourneyRatios:
         out = []
         for r in self.rows:
             here = bench.ratio_text(r["this machine"]) + " on this machine"
-            if r["apart"] is False:
+            if r["call"] == "no difference":
                 here += " (within the noise floor: no measurable difference)"
+            elif r["call"] == bench.TOO_CLOSE:
+                here += f" ({bench.TOO_CLOSE}: its interval reaches across the noise floor)"
             study = (f"the study: {bench.ratio_text(r['study'])}" if r["study"]
                      else "the study did not measure this step on its own")
             out.append(f"{r['step']}: {here}; {study}")
@@ -525,31 +527,31 @@ def journey_ratios(steps: bench.Comparison, batches: Throughput, auto: bench.Com
                          f"at the big one; got {batches.plan}")
     small, big = batches.plan[0][1], batches.plan[1][1]
 
-    def row(step, ratio, study, apart, source):
-        return {"step": step, "this machine": ratio, "study": study, "apart": apart, "source": source}
+    def row(step, ratio, study, call, source):
+        return {"step": step, "this machine": ratio, "study": study, "call": call, "source": source}
 
     eager = f"one run at batch {steps.params.get('batch', small)}"
     rows = [
         row("data loaded once", steps.speedup(S["in_memory"], S["reload"]),
-            _study_gain(("in_memory", "batch"), ("reload", "batch")), steps.apart(S["in_memory"], S["reload"]), eager),
+            _study_gain(("in_memory", "batch"), ("reload", "batch")), steps.call(S["in_memory"], S["reload"]), eager),
         row("TF ops, still eager", steps.speedup(S["tf_ops"], S["in_memory"]), None,
-            steps.apart(S["tf_ops"], S["in_memory"]), eager),
+            steps.call(S["tf_ops"], S["in_memory"]), eager),
         row("one tf.function", steps.speedup(S["tf_function"], S["tf_ops"]), None,
-            steps.apart(S["tf_function"], S["tf_ops"]), eager),
+            steps.call(S["tf_function"], S["tf_ops"]), eager),
         row("TF ops and tf.function together", steps.speedup(S["tf_function"], S["in_memory"]),
             _study_gain(("tf_function", "batch"), ("in_memory", "batch")),
-            steps.apart(S["tf_function"], S["in_memory"]), eager),
+            steps.call(S["tf_function"], S["in_memory"]), eager),
         row(f"batch {small} -> {big} (the study: 64 -> {STUDY_BIG_BATCH})", batches.gain(1, 0),
             _study_gain(("tf_function", "big_batch"), ("tf_function", "batch")), None,
             "one run, tf.function at both batch sizes"),
         row("XLA jit_compile", batches.gain(2, 1), None,
-            batches.comparison.apart(batches.comparison.names[2], batches.comparison.names[1]),
+            batches.comparison.call(batches.comparison.names[2], batches.comparison.names[1]),
             f"the same run, batch {big}"),
     ]
     if auto is not None:
         rows.append(row("XLA auto-clustering", auto.speedup(S["auto_jit"], S["tf_function"]),
                         _study_gain(("auto_jit", "big_batch"), ("tf_function", "big_batch")),
-                        auto.apart(S["auto_jit"], S["tf_function"]), "live processes, in turns"))
+                        auto.call(S["auto_jit"], S["tf_function"]), "live processes, in turns"))
     return JourneyRatios(rows, steps.machine or bench.machine())
 
 
