@@ -11,9 +11,9 @@ A verdict ("faster", "slower", "no measurable difference") is called the same wa
 (an A/A pair: the same code against itself), a bootstrap over the rounds gives each ratio a 95%
 interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A
 difference is called only when the ratio's whole interval lies outside the floor, and "no measurable
-difference" only when it lies wholly inside; an interval that reaches across the floor's edge, still
-there after more rounds, is "too close to call". A re-run can move a ratio at the edge to either side,
-and then it contradicts neither of the other two verdicts.
+difference" only when it lies wholly inside and holds 1; an interval that reaches across the floor's
+edge, or lies inside it clear of 1, still so after more rounds, is "too close to call". A re-run can
+move such a ratio to either side, and then it contradicts neither of the other two verdicts.
 """
 
 from __future__ import annotations
@@ -234,12 +234,14 @@ class Comparison:
         return max(MIN_FLOOR, hi, 1 / lo)
 
     def settled(self, name: str, over: str | None = None) -> bool:
-        """Whether the ratio's interval lies wholly on one side of each edge of the noise floor, so that
-        more rounds would not change the verdict but for an unlucky run (``compare_timers`` adds rounds
-        until every variant is settled)."""
+        """Whether more rounds would not change the verdict but for an unlucky run: the difference is
+        called, or the ratio's whole interval lies inside the noise floor and holds 1. An interval across an
+        edge of the floor is not settled, nor one inside it but clear of 1: a difference in this run that
+        only the floor's width hides, and a narrower floor in a re-run may call (``compare_timers`` adds
+        rounds until every variant is settled)."""
         lo, hi = self.interval(name, over)
         floor = self.noise_floor
-        return not (lo <= floor < hi or lo < 1 / floor <= hi)
+        return self.apart(name, over) or (1 / floor <= lo <= 1 <= hi <= floor)
 
     def apart(self, name: str, over: str | None = None) -> bool:
         """Whether the difference is called: the ratio's whole interval lies outside
@@ -250,8 +252,8 @@ class Comparison:
 
     def call(self, name: str, over: str | None = None) -> str:
         """The verdict in words: "faster" or "slower" (``apart``), "no difference" (the whole interval
-        within the noise floor) or "too close to call" (the interval reaches across an edge of the floor,
-        so a re-run may fall on either side of it)."""
+        within the noise floor, 1 inside it) or "too close to call" (not ``settled``, so a re-run may
+        fall on either side)."""
         if self.apart(name, over):
             return "faster" if self.speedup(name, over) >= 1 else "slower"
         return "no difference" if self.settled(name, over) else TOO_CLOSE
@@ -274,8 +276,9 @@ class Comparison:
             return (f"{name} against {over}: no measurable difference ({ratio_text(ratio)}; 95% interval "
                     f"{_factor(lo)}–{_factor(hi)}x, within the noise floor of {_factor(floor)}x)")
         if call == TOO_CLOSE:
+            where = ("reaches across" if lo < 1 / floor or hi > floor else "clear of 1 but within")
             return (f"{name} against {over}: {TOO_CLOSE} ({ratio_text(ratio)}; 95% interval "
-                    f"{_factor(lo)}–{_factor(hi)}x reaches across the noise floor of {_factor(floor)}x)")
+                    f"{_factor(lo)}–{_factor(hi)}x {where} the noise floor of {_factor(floor)}x)")
         if ratio >= 1:
             direction = f"{ratio_text(ratio)} faster than"
         else:  # the interval in the headline's direction: how many times slower

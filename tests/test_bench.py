@@ -163,9 +163,13 @@ def test_the_noise_floor_is_the_a_a_pair_interval_and_a_difference_must_clear_it
     noisy_twin = [t * f for t, f in zip(_rounds(1.0, 0.005), [0.7, 1.4] * 8)]
     c = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1 / 1.1, 0.005, seed=1)}, twin=noisy_twin)
     assert c.noise_floor > 1.1
-    lo, _ = c.interval("b")
-    assert lo > 1.05  # clears the least floor, not the measured one
+    lo, hi = c.interval("b")
+    assert lo > 1.05 and hi < c.noise_floor  # clears the least floor, not the measured one
     assert not c.apart("b")
+    # inside the floor but clear of 1: a difference only the floor's width hides, which a re-run with a narrower
+    # floor may call, so neither "no difference" nor a difference
+    assert not c.settled("b") and c.call("b") == bench.TOO_CLOSE
+    assert f"clear of 1 but within the noise floor of {c.noise_floor:.3g}x" in c.verdict("b")
     quiet = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1 / 1.1, 0.005, seed=1)},
                         twin=_rounds(1.0, 0.005, seed=3))
     assert quiet.noise_floor == bench.MIN_FLOOR and quiet.apart("b")

@@ -143,7 +143,7 @@ def _comparison(fast_s, twin_s=1.0):
 
 
 def test_verdicts_are_read_back_and_only_the_changed_ones_reported(tmp_path):
-    steady, flipped = _comparison(0.5), _comparison(0.99)
+    steady, flipped = _comparison(0.5), _comparison(1.0)
     sentence = "In sin(x): " + steady.verdict("prefetch", over="naive") + "; and " + \
         steady.verdict("naive", over="prefetch")
     first = _executed(tmp_path / "a.ipynb", [
@@ -179,7 +179,7 @@ def test_a_verdict_too_close_to_call_is_read_back_and_contradicts_neither_side(t
     assert lectures.verdicts_in(first) == {(0, "pipeline | prefetch | table"): "too close to call",
                                            (0, "In sin(x): prefetch | naive"): "too close to call"}
     second = _executed(tmp_path / "b.ipynb", [[_rendered(_comparison(0.5)),
-                                               _markdown("In sin(x): " + _comparison(0.99).verdict("prefetch"))]])
+                                               _markdown("In sin(x): " + _comparison(1.0).verdict("prefetch"))]])
     changes = lectures.verdict_changes(first, second)
     assert [(c.first, c.second, c.contradicts) for c in changes] == [
         ("too close to call", "no difference", False), ("too close to call", "faster", False)]
@@ -203,7 +203,7 @@ def test_a_figure_in_the_words_before_a_verdict_is_not_part_of_what_it_judges(tm
 
 
 def test_run_twice_compares_the_two_runs_and_writes_the_count(tmp_path, monkeypatch):
-    steady, flipped = _comparison(0.5), _comparison(0.99)
+    steady, flipped = _comparison(0.5), _comparison(1.0)
     lecture = lectures.Lecture("00", "00_x", tmp_path / "00_x.ipynb")
     outputs = iter([steady, flipped])
 

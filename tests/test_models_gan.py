@@ -261,8 +261,7 @@ def test_journey_ratios_read_each_step_over_the_one_before():
     text = str(ratios.verdicts())
     assert "TF ops, still eager: 1x on this machine (within the noise floor: no measurable difference)" in text
     edge = str(G.journey_ratios(*_journey_inputs(tf_ops=(0.19, 0.2, 0.21, 0.2))).verdicts())  # reaches 1/1.05x
-    assert "TF ops, still eager: 1x on this machine (too close to call: its interval reaches across the noise " \
-        "floor)" in edge
+    assert "TF ops, still eager: 1x on this machine (too close to call against the noise floor)" in edge
     assert "data loaded once: 5x on this machine; the study: 9.28x" in text
     assert ratios.plot() is not None and "<table>" in ratios._repr_html_()
     assert "XLA auto-clustering" not in [r["step"] for r in G.journey_ratios(*_journey_inputs(auto=False)).rows]

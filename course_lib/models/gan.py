@@ -473,7 +473,7 @@ class JourneyRatios:
             if r["call"] == "no difference":
                 here += " (within the noise floor: no measurable difference)"
             elif r["call"] == bench.TOO_CLOSE:
-                here += f" ({bench.TOO_CLOSE}: its interval reaches across the noise floor)"
+                here += f" ({bench.TOO_CLOSE} against the noise floor)"
             study = (f"the study: {bench.ratio_text(r['study'])}" if r["study"]
                      else "the study did not measure this step on its own")
             out.append(f"{r['step']}: {here}; {study}")
