@@ -239,24 +239,18 @@ class Comparison:
         edge of the floor is not settled, nor one inside it but clear of 1: a difference in this run that
         only the floor's width hides, and a narrower floor in a re-run may call (``compare_timers`` adds
         rounds until every variant is settled)."""
-        lo, hi = self.interval(name, over)
-        floor = self.noise_floor
-        return self.apart(name, over) or (1 / floor <= lo <= 1 <= hi <= floor)
+        return self.call(name, over) != TOO_CLOSE
 
     def apart(self, name: str, over: str | None = None) -> bool:
         """Whether the difference is called: the ratio's whole interval lies outside
         [1 / noise_floor, noise_floor]."""
-        lo, hi = self.interval(name, over)
-        floor = self.noise_floor
-        return lo > floor or hi < 1 / floor
+        return self.call(name, over) in ("faster", "slower")
 
     def call(self, name: str, over: str | None = None) -> str:
-        """The verdict in words: "faster" or "slower" (``apart``), "no difference" (the whole interval
-        within the noise floor, 1 inside it) or "too close to call" (not ``settled``, so a re-run may
-        fall on either side)."""
-        if self.apart(name, over):
-            return "faster" if self.speedup(name, over) >= 1 else "slower"
-        return "no difference" if self.settled(name, over) else TOO_CLOSE
+        """The verdict in words: "faster" or "slower" (the whole interval outside the noise floor), "no
+        difference" (the whole interval within it, 1 inside it) or "too close to call" (not ``settled``, so
+        a re-run may fall on either side)."""
+        return _judge(*self.interval(name, over), self.noise_floor)
 
     def verdict(self, name: str, over: str | None = None) -> str:
         """One sentence read from the measurement, so committed prose and a re-run cannot disagree.
@@ -271,7 +265,7 @@ class Comparison:
         ratio = self.speedup(name, over)
         lo, hi = self.interval(name, over)
         floor = self.noise_floor
-        call = self.call(name, over)
+        call = _judge(lo, hi, floor)
         if call == "no difference":
             return (f"{name} against {over}: no measurable difference ({ratio_text(ratio)}; 95% interval "
                     f"{_factor(lo)}–{_factor(hi)}x, within the noise floor of {_factor(floor)}x)")
@@ -346,6 +340,13 @@ class Comparison:
         """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
         from course_lib.plotting import speedup_bars
         return speedup_bars(self, ax=ax)
+
+
+def _judge(lo: float, hi: float, floor: float) -> str:
+    """``Comparison.call`` from a ratio's interval [lo, hi] and the noise floor."""
+    if lo > floor or hi < 1 / floor:
+        return "faster" if lo > floor else "slower"
+    return "no difference" if 1 / floor <= lo <= 1 <= hi <= floor else TOO_CLOSE
 
 
 def _factor(x: float) -> str:
