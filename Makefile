@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 KERNEL := tf-perf-course
 
-.PHONY: lectures test test-browser lab kernel clean
+.PHONY: lectures test test-all test-browser lab kernel clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ kernel: $(STAMP)
 lectures: $(STAMP) kernel
 	$(BIN)/course lectures
 
+# `make test` leaves the tests marked slow (conftest.py) to `make test-all`, which runs every test.
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -m "not slow"
+
+test-all: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest

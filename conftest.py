@@ -1,9 +1,15 @@
-"""Test-wide settings; nbval runs each lecture at its fastest setting, the way papermill injects parameters.
+"""Test-wide settings: two tiers of tests, and each lecture run at its fastest setting under nbval.
 
-`make test` executes every lecture once: nbval appends the lecture's fastest setting
-(``lectures.fastest``: one timed repeat, fewer untimed steps) to the cell tagged ``parameters``,
-then checks every ``# NBVAL_CHECK_OUTPUT`` cell against the committed output, which must not
-depend on the setting. The defaults themselves run in ``make lectures``.
+`make test` runs the tests not marked ``slow`` and keeps within 15 minutes on two cores; `make test-all`
+runs every test. A test is marked ``slow`` when one run of it took over 7 s on a 2-core machine
+(docs/performance.md, "Two tiers of tests"), unless it is the one quick check left of a contract: ask
+and tell, save and resume, a reached optimum, a clear error. Under nbval, every exercise and the
+lectures in ``LECTURES_IN_MAKE_TEST`` run in `make test`; the other lectures and the solutions run in
+`make test-all`, and `make lectures` executes every lecture at its defaults.
+
+nbval appends the lecture's fastest setting (``lectures.fastest``: one timed repeat, fewer untimed
+steps) to the cell tagged ``parameters``, then checks every ``# NBVAL_CHECK_OUTPUT`` cell against the
+committed output, which must not depend on the setting.
 """
 
 import os
@@ -16,12 +22,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # quieter TensorFlow logs
 os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # test workers share a GPU: each takes what it uses
 
 _BY_PATH = {lec.path.resolve(): lec for lec in lectures.lectures()}
+# the lectures whose nbval run takes under about a minute on two cores, and lecture 12, the engine's
+# compiled evolution and its automatic mode
+LECTURES_IN_MAKE_TEST = {"00", "01", "02", "03", "07", "10", "12", "16"}
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         cell = getattr(item, "cell", None)  # nbval's per-cell items carry the notebook cell
-        lecture = _BY_PATH.get(Path(str(item.fspath)).resolve())
+        path = Path(str(item.fspath)).resolve()
+        lecture = _BY_PATH.get(path)
+        if cell is not None and (path.parent.name == "solutions"
+                                 or (lecture is not None and lecture.number not in LECTURES_IN_MAKE_TEST)):
+            item.add_marker("slow")
         if cell is None or lecture is None or "parameters" not in cell.metadata.get("tags", []):
             continue
         cell.source += "\n" + lectures.fastest_source(lecture)

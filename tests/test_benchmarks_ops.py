@@ -30,6 +30,7 @@ def test_every_benchmarked_op_runs_on_its_population():
                 np.testing.assert_array_equal(np.sort(y, axis=1), np.tile(np.arange(16), (8, 1)), err_msg=label)
 
 
+@pytest.mark.slow
 def test_op_table_for_one_module(tmp_path, capsys):
     path = tmp_path / "ops.json"
     assert op_benchmarks.bench_ops(["--module", "crossover", "--shapes", "16x8", "--quick", "--json", str(path)]) == 0
@@ -72,6 +73,7 @@ def test_sorting_references_run_beside_the_ops():
     assert set(op_benchmarks.op_variants("SwapMutation", 4, 4, reference=True)[2]) == {"eager", "autograph", "xla"}
 
 
+@pytest.mark.slow
 def test_op_table_compares_with_the_sorting_reference(tmp_path, capsys):
     path = tmp_path / "ops.json"
     assert op_benchmarks.bench_ops(["--op", "OrderCrossover", "--shapes", "16x8", "--quick", "--json", str(path)]) == 0

@@ -233,6 +233,7 @@ def shoot(page: Page, name: str) -> Path:
 
 # -- the tests -------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.timeout(60, func_only=True)
 def test_lab_server_answers_with_token_and_stops(tmp_path):
     """tests/lab.py alone (no browser needed): token enforced, settings written, nothing left listening."""
@@ -252,6 +253,7 @@ def test_lab_server_answers_with_token_and_stops(tmp_path):
     assert srv.process.poll() is not None and not lab.is_listening(port)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120, func_only=True)
 def test_lecture_00_widget_runs_in_lab(page, server):
     open_and_run_all(page, server, LECTURE)
@@ -327,6 +329,7 @@ def test_widget_lecture_runs_all_then_every_run_redraws(page, server, lecture):
     shoot(page, f"{lecture.stem}.png")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90, func_only=True)
 def test_solution_00_checkers_pass_in_lab(page, server):
     cells = open_and_run_all(page, server, SOLUTION)
@@ -341,6 +344,7 @@ def test_solution_00_checkers_pass_in_lab(page, server):
     shoot(page, "solution00.png")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120, func_only=True)
 def test_make_lab_serves_the_course(page, tmp_path):
     """`make lab` as the README runs it (bootstrap skipped: -o the venv stamp; BIN = this interpreter's)."""

@@ -40,6 +40,7 @@ def fast(prefetch=True, parallel_reads=True, threads=8):
     return fast_pipeline
 
 
+@pytest.mark.slow
 def test_fast_pipeline(shards):
     answer = dict(slow_pipeline=slow_pipeline, shards=shards, latency=LATENCY)
     assert failure(1, fast_pipeline=fast(), **answer) is None
@@ -92,6 +93,7 @@ def test_predict_epoch(shards):
     assert "is not the sum of the waits" in failure(4, predicted_slow_s=parallel, shards=shards, latency=LATENCY)
 
 
+@pytest.mark.slow
 def test_measure_pipelines(shards):
     latency = data.Latency(0, 0, 0)
     fast_pipeline = fast()

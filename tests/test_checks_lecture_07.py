@@ -62,6 +62,7 @@ def test_study_flag():
     assert "not the elementwise chain" in failure(3, study_flag_compilations=0, report=other)
 
 
+@pytest.mark.slow
 def test_predict_compilations(stream):
     assert failure(4, predicted_unpadded=4, predicted_padded=2, stream=stream) is None
     assert "without padding is wrong" in failure(4, predicted_unpadded=1, predicted_padded=2, stream=stream)

@@ -41,6 +41,7 @@ def test_shorter_tour(tsp):
     assert "what model.evolve returns" in fail(1, **dict(ok, result=tour))
 
 
+@pytest.mark.slow
 def test_shorter_tour_passes_from_any_seed():
     """The solution's settings (30 cities, 256 tours, 300 generations) pass 14.1 with room to spare from every
     seed tried, so whether a sufficient answer passes does not depend on the seed."""
@@ -72,6 +73,7 @@ def test_hard_knapsack():
     assert "one 0/1 gene per item" in fail(2, **dict(ok, choice=result.best[:5]))
 
 
+@pytest.mark.slow
 def test_xla_on_tours(tsp):
     d, graph_model, start, _ = tsp
     xla_model = app.tsp_model(app.cities("random", N, seed=7), mode="xla", seed=0)

@@ -56,6 +56,7 @@ def waiting_share(message: str) -> int:
     return int(re.search(r"waiting for input (\d+)%", message).group(1))
 
 
+@pytest.mark.slow
 def test_fast_input(records):
     slow = failure(2, fast_pipeline=cases.sequential_pipeline, records=records)
     assert "waiting for input" in slow

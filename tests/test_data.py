@@ -195,6 +195,7 @@ def test_compare_pipelines_measures_each_variant(shards):
     assert all(t.median_s > 0 for t in result.timings)
 
 
+@pytest.mark.slow
 def test_benchmark_writes_every_variant(tmp_path):
     out = tmp_path / "tfdata.json"
     assert tfdata.bench_pipelines(["--shards", "2", "--records", "4", "--batch", "4", "--open-ms", "0",

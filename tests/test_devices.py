@@ -67,6 +67,7 @@ def test_memory_growth_changes_nothing_without_gpus():
     assert devices.memory_growth() == []
 
 
+@pytest.mark.slow
 def test_virtual_cpus_in_a_fresh_process_are_idempotent():
     out = child("""
         from course_lib import devices, processes
@@ -89,6 +90,7 @@ def test_virtual_cpus_in_a_fresh_process_are_idempotent():
     assert "call devices.virtual_cpus(2) before any other TensorFlow code" in out["error"]
 
 
+@pytest.mark.slow
 def test_virtual_cpus_after_tensorflow_already_started():
     out = child("""
         import tensorflow as tf
@@ -126,6 +128,7 @@ def test_placement_log_shows_eager_ops_and_function_graphs():
     assert str(log).splitlines() == log.lines
 
 
+@pytest.mark.slow
 def test_cuda_visible_devices_in_a_child_process():
     seen = devices.physical_devices_with("")
     assert "/physical_device:CPU:0" in seen
@@ -151,6 +154,7 @@ def test_copy_devices_are_existing_devices():
     assert home in names and away in names
 
 
+@pytest.mark.slow
 def test_two_logical_cpus_share_the_buffer_and_numpy_copies():
     out = child("""
         from course_lib import devices, processes

@@ -59,6 +59,7 @@ def report(tmp_path_factory):
                          timeout=170).result
 
 
+@pytest.mark.slow
 def test_every_strategy_trains_to_the_same_loss(report):
     runs = report["runs"]
     reference = runs[0]["losses"]
@@ -198,6 +199,7 @@ def test_launch_rejects_bad_input_before_starting_anything():
     assert child_processes() == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_two_workers_train_in_step_and_leave_no_process():
     results = distribute.launch("course_lib.distribute:multi_worker_train", 2, kwargs={"steps": 3}, timeout=120)

@@ -15,6 +15,7 @@ def tsp_model(xy, loadable):
     return model
 
 
+@pytest.mark.slow
 def test_a_loadable_tsp_takes_new_cities_without_a_retrace():
     sets = [np.random.default_rng(seed).uniform(0, 1, (12, 2)) for seed in range(3)]
     start = evo.population.permutations(24, 12, seed=0)

@@ -28,6 +28,7 @@ def tsp_model(fitness, kind="TwoOpt"):
 # -- no silent wrong answer ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["TwoOpt", "OrOpt"])
 def test_local_search_uses_the_cities_a_loadable_tsp_loaded(kind):
     fitness = evo.fitness.TSP(coordinates=cities(0), loadable=True)
@@ -146,6 +147,7 @@ def modules_loaded_by(*steps: str) -> list[set[str]]:
     return [set(line.split()) for line in out.stdout.splitlines()[-len(steps):]]
 
 
+@pytest.mark.slow
 def test_importing_the_engine_imports_no_keras_and_one_op_module_per_name():
     # TensorFlow's own import may load Keras (its tf.keras alias): the engine adds none of it
     tensorflow, engine, with_neuro = modules_loaded_by(
@@ -301,6 +303,7 @@ def test_a_saved_model_loads_and_evolves_bit_identically(tmp_path):
     assert_same(loaded.evolve(pop, generations=4), model.evolve(pop, generations=4))
 
 
+@pytest.mark.slow
 def test_a_fitness_holding_data_saves_its_arrays(tmp_path):
     fitness = evo.fitness.TSP(coordinates=cities(0), loadable=True)
     model, _ = tsp_model(fitness)
@@ -349,6 +352,7 @@ def test_loading_what_is_not_a_model_or_names_an_unknown_op_is_a_clear_error(tmp
 # -- no false alarm --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ten_models_in_a_loop_print_no_retracing_warning():
     records = []
 
@@ -431,6 +435,7 @@ def test_tensorboard_writes_the_history_as_scalars(tmp_path):
 # -- runtime parameters ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["graph", "xla"])
 def test_another_seed_does_not_retrace(mode):
     pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
@@ -455,6 +460,7 @@ def evolved(model, pop, seed, mode, fitness, selection, generations=4):
     return model.evolve(pop, generations=generations)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["graph", "xla"])
 def test_changed_rates_and_probabilities_run_the_same_program_as_a_fresh_model(mode):
     pop = evo.population.random_integers((16, 24), 0, 2, seed=1)
@@ -486,6 +492,7 @@ def real_coded_model(dtype, eta, probability, gene_rate, mutation_eta, rate, std
     return evo.Model(x, ops[2](ops[1](ops[0](x)))), ops
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_real_coded_knobs_are_inputs_held_in_the_genes_dtype(dtype):
     pop = evo.population.uniform((16, 6), -5.0, 5.0, seed=2, dtype=dtype)
@@ -502,6 +509,7 @@ def test_real_coded_knobs_are_inputs_held_in_the_genes_dtype(dtype):
     assert not np.array_equal(first.population, changed.population)
 
 
+@pytest.mark.slow
 def test_permutation_rates_are_inputs():
     tsp = evo.fitness.TSP(np.random.default_rng(0).random((12, 2)))
     pop = evo.population.permutations(16, 12, seed=0)
@@ -520,6 +528,7 @@ def test_permutation_rates_are_inputs():
     assert_same(evolved(fresh, pop, 1, "graph", tsp, evo.selection.Tournament(size=2)), changed)
 
 
+@pytest.mark.slow
 def test_a_mask_rate_that_changes_its_form_compiles_again_and_stays_right():
     pop = evo.population.random_integers((8, 256), 0, 2, seed=4)
     x = evo.Input(shape=(256,), dtype="int32")

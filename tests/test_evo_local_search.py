@@ -54,6 +54,7 @@ def test_computed_change_equals_change_of_full_length(problem):
             assert delta[b, k] == pytest.approx(change, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_memetic_model_batched_equals_unbatched_bit_for_bit(problem):
     xy, d, _ = problem
     start = app.tour_population(12, N, seed=13, include=app.nearest_neighbour_tours(d, 6, seed=1))

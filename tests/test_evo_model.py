@@ -229,6 +229,7 @@ def test_no_retrace_when_the_number_of_generations_changes(xla_onemax):
 # -- auto mode --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_auto_mode_times_the_modes_and_keeps_the_fastest(capsys):
     class Told(evo.callbacks.Callback):
         def on_mode_chosen(self, mode, timings):
@@ -245,6 +246,7 @@ def test_auto_mode_times_the_modes_and_keeps_the_fastest(capsys):
     assert_same(result, onemax(24, mode=model.chosen_mode).evolve(pop, generations=4))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chosen", ["eager", "graph", "xla"])
 def test_auto_gives_every_modes_result_bit_for_bit_on_integer_fitness(chosen):
     """Whichever mode auto picks from its timings, an integer fitness's run is the same: population and

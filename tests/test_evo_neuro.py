@@ -99,6 +99,7 @@ def test_bad_genomes_and_layers_get_clear_errors():
         control.Control(net(64, 16, 10), cartpole.CartPole())
 
 
+@pytest.mark.slow
 def test_neuroevolution_under_mirrored_strategy_on_two_virtual_cpus():
     source = """
         import tensorflow as tf

@@ -148,6 +148,7 @@ def test_random_ties_come_from_the_key():
     assert len(picks) > 1
 
 
+@pytest.mark.slow
 def test_survivors_are_the_same_eagerly_in_a_graph_and_under_xla():
     r = np.random.default_rng(7)
     values = tf.constant(np.concatenate([r.random((64, 4)), np.zeros((64, 1))], 1), tf.float32)
@@ -256,6 +257,7 @@ def test_quality_choices_are_explicit_and_checked():
     assert three.quality == "hypervolume" and three.maximize
 
 
+@pytest.mark.slow
 def test_nan_objectives_never_reach_the_front():
     def sometimes_nan(x):
         f = PROBLEM.fitness.fn(x)

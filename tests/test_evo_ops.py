@@ -445,6 +445,7 @@ def test_other_op_argument_errors():
         evo.ops.UniformCrossover()(evo.Input((8,)), tf.zeros((2, 8), tf.int32))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["words", "genes"])
 def test_floyds_later_steps_on_gathered_rows_pick_what_every_row_stepping_picks(form):
     # mean 4 picks in 256 genes: under XLA about 40% of 512 rows need steps past the head, gathered
@@ -474,6 +475,7 @@ def test_sparse_mutation_picks_the_same_genes_eager_and_under_xla():
     assert 150 < picks.sum() < 370 and picks.max() >= 3  # Binomial(100, 1/100) per genome: mean 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate,size", [(0.1, 70), (1 / 1024, 1024)])
 def test_block_picks_are_the_same_in_every_mode_batch_and_form(rate, size):
     # at rate 0.1 most rows have a block that escapes (3 picks or more), redone a row per loop trip: one

@@ -177,6 +177,7 @@ def test_two_objective_ranks_match_the_matrix_and_the_plain_python_reference(cas
     assert np.array_equal(top, (pareto.ranks(g, v).numpy() == 0) & (v.numpy() == 0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["random 300", "ties 2000", "duplicates", "single", "constraints", "nan"])
 def test_two_objective_ranks_are_the_same_eager_in_a_graph_and_under_xla(case):
     values = tf.constant(TWO_D[case])
@@ -266,6 +267,7 @@ def test_a_run_with_two_objectives_tracks_hypervolume_and_returns_its_front():
     assert 0 < result.history["mean"][-1] <= 1  # the share of the population on the front
 
 
+@pytest.mark.slow
 def test_runs_are_the_same_in_every_mode_after_resume_and_in_batches(tmp_path):
     xla = moo_model("xla").evolve(POP, generations=12)
     graph = moo_model("graph").evolve(POP, generations=12)
@@ -278,6 +280,7 @@ def test_runs_are_the_same_in_every_mode_after_resume_and_in_batches(tmp_path):
     assert same(model.evolve(POP, generations=12, chunk=5), xla)
 
 
+@pytest.mark.slow
 def test_early_stopping_on_a_hypervolume_target_stops_at_the_generation():
     model = moo_model("xla")
     whole = model.evolve(POP, generations=20)
@@ -287,6 +290,7 @@ def test_early_stopping_on_a_hypervolume_target_stops_at_the_generation():
     assert stopped.generations == int(np.argmax(np.maximum.accumulate(whole.history["best"]) >= target)) + 1
 
 
+@pytest.mark.slow
 def test_constraints_keep_the_front_feasible_gene_order_bound():
     """Objectives with gene 0 <= gene 1 as a constraint: every front member satisfies it."""
     def bounded(x):
@@ -297,6 +301,7 @@ def test_constraints_keep_the_front_feasible_gene_order_bound():
     assert np.all(front.genomes[:, 1] <= front.genomes[:, 0])
 
 
+@pytest.mark.slow
 def test_tournament_compares_feasibility_first_then_violation_then_the_objective():
     """One objective under a capacity: the best individual is feasible, though heavier ones score more."""
     weights, values = np.arange(1, 17, dtype=np.float32), np.arange(1, 17, dtype=np.float32) ** 1.5
@@ -342,6 +347,7 @@ def test_bad_directions_and_missing_reference_raise_clear_errors():
         evo.fitness.Objectives(two_bar, ("min", "min"), reference=(1, 1, 1))
 
 
+@pytest.mark.slow
 def test_nan_objectives_never_reach_the_front():
     def sometimes_nan(x):
         f = two_bar(x)

@@ -101,6 +101,7 @@ def test_normals_repeat_bit_for_bit_in_a_batch_and_agree_across_modes_to_roundin
     np.testing.assert_allclose(whole, eager, rtol=0, atol=1e-6)  # the last bit may differ (fastmath)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generator", rng.GENERATORS)
 def test_a_model_compiled_with_either_generator_repeats_its_run(generator):
     from course_lib import evo

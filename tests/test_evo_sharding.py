@@ -147,6 +147,7 @@ def four():
 # -- virtual CPUs ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("report", ["two", "four"])
 @pytest.mark.parametrize("mode", sharding.DISTRIBUTIONS)
 def test_both_modes_reach_the_optimum_and_repeat_exactly(report, mode, request):
@@ -202,6 +203,7 @@ def workers(tmp_path_factory):
     return {"reports": out, "folder": folder, "left behind": child_processes()}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_every_engine_feature_works_under_multi_worker_mirrored_strategy(workers):
     first, second = workers["reports"]

@@ -45,6 +45,7 @@ def bits(n=64, length=LENGTH, seed=0):
 # -- NaN and infinity ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["eager", "graph", "xla", "auto"])
 def test_nan_fitness_never_wins_in_any_mode(mode):
     result = onemax_model(nan_where_first_two_genes_are_one(), mode).evolve(bits(), generations=30)
@@ -54,6 +55,7 @@ def test_nan_fitness_never_wins_in_any_mode(mode):
     assert np.isnan(result.fitness).mean() < 0.5  # NaN children appear each generation, and lose
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value,maximize", [(-math.inf, True), (math.inf, False)])
 def test_an_infinity_of_the_wrong_sign_never_wins(value, maximize):
     def fitness(p):  # minimised: the number of zeros
@@ -152,6 +154,7 @@ def test_an_elitist_run_never_loses_its_best(selection):
     assert not never_decreases(control.evolve(bits(32, 32), generations=40).history["best"])  # the test can fail
 
 
+@pytest.mark.slow
 def test_a_best_found_in_generation_zero_is_kept():
     start = np.zeros((32, 24), np.int32)
     start[7] = 1  # the optimum, present only at the start
@@ -200,6 +203,7 @@ def circle_tsp(cities, seed=0):
             cities * 2 * math.sin(math.pi / cities))
 
 
+@pytest.mark.slow
 def test_textbook_ga_reaches_the_optimal_tour_of_a_circle_under_xla():
     """Order crossover with probability 0.7, inversion at rate 0.2, tournament of 3 keeping the best
     parent (DEAP's eaSimple settings plus elitism 1): the optimum, not a local tangle."""
@@ -231,6 +235,7 @@ def distributed_report() -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_distributed_runs_rank_nan_last_and_keep_their_elite():
     source = f"""
         import sys

@@ -295,6 +295,7 @@ def test_every_op_runs_on_every_dtype_it_accepts():
         check_output(op, x, op(x, seed=4))
 
 
+@pytest.mark.slow
 def test_dtype_sensitive_ops_compile_with_xla_on_the_narrowest_and_widest_dtypes():
     """XLA kernels differ by dtype: gathers by gene value, 1 - x, wide adds, half-precision noise.
     One compilation for the few cases that exercise them (each op costs seconds to compile)."""

@@ -120,7 +120,7 @@ def test_every_op_compiles_for_the_gpu_target_without_loops_or_host_transfers(na
     check_loops(build, fitness, evo.selection.Tournament(size=2), population, BOUNDED_LOOPS.get(name, 0))
 
 
-@pytest.mark.parametrize("kind", ["binary", "integer", "float", "permutation"])
+@pytest.mark.parametrize("kind", ["binary", "integer", "float", pytest.param("permutation", marks=pytest.mark.slow)])
 def test_every_op_gives_the_cpu_targets_results_on_the_gpu_target(kind):
     """Bit for bit for integer genes and fitness (OneMax, sums, tours with integer lengths), to rounding for floats."""
     population, fitness = KINDS[kind]()
@@ -221,6 +221,7 @@ def test_nsga2_on_many_objectives_keeps_only_its_bounded_front_loop(objectives):
     check_loops(binary_model, fitness, evo.selection.NSGA2(), binary(), 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objectives", [3, 5])
 def test_nsga3_keeps_only_its_bounded_front_loop_and_gives_the_cpu_targets_result(objectives):
     """NSGA3 ranks fronts as NSGA2 does (the one bounded loop) and niches by one sort, with no loop;
@@ -241,8 +242,8 @@ def test_every_fitness_compiles_for_the_gpu_target_without_loops_but_bounded_one
     check_loops(build, fitness, evo.selection.Tournament(size=2), population, {"TSP": 1}.get(name, 0))
 
 
-@pytest.mark.parametrize("case", ["Elitist, Knapsack", "Rank, float fitnesses", "NSGA2, 3 objectives",
-                                  "Elitist, networks"])
+@pytest.mark.parametrize("case", ["Elitist, Knapsack"] + [pytest.param(case, marks=pytest.mark.slow) for case in (
+    "Rank, float fitnesses", "NSGA2, 3 objectives", "Elitist, networks")])
 def test_selections_and_fitnesses_give_the_cpu_targets_results_on_the_gpu_target(case):
     """With the ops' chains above, every selection and fitness runs on both targets; bit for bit where
     every number is an integer."""
@@ -274,6 +275,7 @@ def test_the_gpu_programs_remaining_loops_have_a_static_trip_count():
     assert sum("known_trip_count" in w for w in loops) == 2, "\n".join(loops)
 
 
+@pytest.mark.slow
 def test_rare_redraws_and_floyd_tails_give_the_same_picks_on_both_targets():
     """The GPU forms (every block's escape drawn and kept where it escaped; every Floyd step on every
     row) pick exactly the genes the CPU forms' loops do, at rates where both paths are taken."""

@@ -106,6 +106,7 @@ def test_paths_that_are_not_course_notebooks(tmp_path, lecture_98):
         grading.grade_notebook(tmp_path / "99_unknown.ipynb", exercises_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_course_check_on_lecture_00(capsys):
     solution = ROOT / "solutions" / "00_welcome_and_setup.ipynb"
     exercise = ROOT / "exercises" / "00_welcome_and_setup.ipynb"

@@ -42,6 +42,7 @@ def course(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_runner_executes_with_parameters_and_names_failures(course, tmp_path, monkeypatch):
     monkeypatch.delenv("PYTEST_CURRENT_TEST")  # ipykernel forwards no C-level output at all when it sees it
     out = tmp_path / "build"

@@ -18,6 +18,7 @@ def test_the_tsp_ga_finds_the_optimal_circle_tour():
     assert app.tour_length(result.best, app.distance_matrix(xy)) == pytest.approx(result.best_fitness, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_a_loadable_tsp_model_solves_another_city_set_without_compiling_again():
     sets = [app.cities(kind, 16, seed=1) for kind in ("random", "circle", "grid")]
     start = app.tour_population(32, 16, seed=0)
@@ -49,6 +50,7 @@ def test_a_loadable_knapsack_model_equals_one_built_for_the_instance():
         assert result.best_fitness == alone.best_fitness
 
 
+@pytest.mark.slow
 def test_the_widget_builders_reuse_a_compiled_model_only_for_the_same_model_and_cities():
     same = app.tsp_model(app.cities("random", 10, seed=0), seed=0)
     other_cities = app.tsp_model(app.cities("random", 10, seed=1), seed=0)
@@ -63,6 +65,7 @@ def test_the_widget_builders_reuse_a_compiled_model_only_for_the_same_model_and_
     assert graph.trace_count == 0
 
 
+@pytest.mark.slow
 def test_the_widget_runs_each_ga_to_the_quality_of_one_descent_or_its_generation_cap():
     d = app.distance_matrix(app.cities("random", 12, seed=0))
     goal = app.tour_length(app.two_opt(app.nearest_neighbour_tour(d), d), d)
@@ -132,6 +135,7 @@ def test_knob_effects_separate_settings_only_beyond_the_spread_of_starts():
     assert "within the run-to-run spread" in lines[3] and "shorter" not in lines[3]
 
 
+@pytest.mark.slow
 def test_knob_runs_run_equal_generations_from_each_start():
     runs = app.knob_runs(app.cities("random", 12), 5, {"reference": {}, "population 16": {"population": 16}},
                          starts=2)

@@ -1,11 +1,13 @@
 """course_lib.lessons.evolution: the benchmark models, the one-call reference and the breakdown."""
 
 import numpy as np
+import pytest
 
 from course_lib import evo
 from course_lib.lessons import evolution as benchmarks
 
 
+@pytest.mark.slow
 def test_single_call_reference_equals_evolve_bit_for_bit():
     pop = evo.population.random_integers((64, 40), 0, 2, seed=1)
     model = benchmarks.onemax_model(40, "xla")
@@ -16,6 +18,7 @@ def test_single_call_reference_equals_evolve_bit_for_bit():
     np.testing.assert_array_equal(reference, benchmarks.rastrigin_model(5, "xla").evolve(floats, 6).population)
 
 
+@pytest.mark.slow
 def test_generation_breakdown_counts_the_words_one_generation_draws():
     from course_lib.evo.ops.mutation import GeneMask
 

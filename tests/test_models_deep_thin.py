@@ -14,6 +14,7 @@ def models():
     return dt.same_function(depth=40, seed=3)
 
 
+@pytest.mark.slow
 def test_three_kinds_compute_the_same_function(models):
     x = tf.random.stateless_normal([8, 4], seed=[1, 2])
     reference = models["sequential"](x).numpy()

@@ -66,6 +66,7 @@ def test_shapes():
         g2p.G2P(units=15)
 
 
+@pytest.mark.slow
 def test_a_few_training_steps_lower_the_loss(lexicon):
     model = g2p.build(embed_dim=16, units=32)
     losses = g2p.train(model, lexicon, steps=15, batch_size=32)
@@ -73,6 +74,7 @@ def test_a_few_training_steps_lower_the_loss(lexicon):
     assert np.mean(losses[-3:]) < losses[0]
 
 
+@pytest.mark.slow
 def test_all_inference_paths_give_identical_phonemes(trained, tmp_path):
     result, held = trained
     saved = g2p.export_saved_model(result.model, tmp_path / "g2p")
@@ -87,6 +89,7 @@ def test_all_inference_paths_give_identical_phonemes(trained, tmp_path):
     assert one_at_a_time == reference[:10]
 
 
+@pytest.mark.slow
 def test_saved_model_reload_gives_the_same_ids(trained, tmp_path):
     result, held = trained
     x = tf.constant(g2p.encode_words(held.words[:5]))
@@ -157,6 +160,7 @@ def test_loss_curve_draws_each_step_and_a_moving_mean():
     assert len(ax.lines) == 2 and len(ax.lines[1].get_xdata()) == 31
 
 
+@pytest.mark.slow
 def test_thread_settings_run_in_a_fresh_process(trained):
     result, held = trained
     with pytest.raises(ValueError, match="unknown keys"):

@@ -201,6 +201,7 @@ def test_train_records_losses(model, images):
     assert all(np.isfinite(history["g_loss"])) and all(np.isfinite(history["d_loss"]))
 
 
+@pytest.mark.slow
 def test_throughput_reads_timings_as_images_per_second(images):
     result = G.throughput([("tf_function", 4), ("tf_function", 8)], size=8, images=images, repeats=2)
     assert [r["batch"] for r in result.rows()] == [4, 8]
@@ -222,6 +223,7 @@ def test_throughput_refuses_an_empty_unknown_or_out_of_process_plan():
         G.throughput([("tf_function", 8), ("tf_function", 8)], size=8)
 
 
+@pytest.mark.slow
 def test_journey_widget_times_the_steps_at_the_chosen_batch(model, images):
     widget = G.journey_widget(model.clone(), images, batches=(4, 8), repeats=1, n_images=SMALL_FILE)
     result = widget.run(variants=[G.STEPS["in_memory"], G.STEPS["tf_function"]], batch=8)
@@ -289,6 +291,7 @@ def test_python_profile_finds_the_data_reload(model, file_images):
         profile.share("nothing")
 
 
+@pytest.mark.slow
 def test_trace_steps_writes_a_profile_and_lists_ops(tmp_path, model, images):
     trace = G.trace_steps(G.make_step("tf_function", model.clone(), batch=4, images=images), steps=1,
                           logdir=tmp_path)
@@ -297,6 +300,7 @@ def test_trace_steps_writes_a_profile_and_lists_ops(tmp_path, model, images):
     assert any("Conv2D" in op for op in ops)
 
 
+@pytest.mark.slow
 def test_auto_clustering_runs_both_variants_in_live_processes_in_turns():
     c = G.auto_clustering(size=8, batch=4, repeats=2, n_images=SMALL_FILE)
     assert c.names == [G.STEPS["tf_function"], G.STEPS["auto_jit"]] and c.baseline == G.STEPS["tf_function"]
@@ -312,6 +316,7 @@ def test_image_grid_draws_and_refuses_wrong_shapes(images):
         G.image_grid(np.zeros((2, 2)))
 
 
+@pytest.mark.slow
 def test_course_bench_gan_writes_json(tmp_path, capsys):
     import json
 

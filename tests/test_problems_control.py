@@ -32,6 +32,7 @@ def test_rollout_counts_steps_until_failure_like_a_python_loop():
     assert trace.shape == (101, 3, 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task, outputs", [(cartpole.CartPole(), 1), (acrobot.Acrobot(), 3)])
 def test_batched_returns_equal_keras_policy_one_by_one(task, outputs):
     model = neuro.mlp(task.observation_size, [8], outputs)
@@ -48,6 +49,7 @@ def fresh_run(generations, **evolve):
     return ga, ga.evolve(neuro.initial_population(model, 12, seed=0), generations=generations, **evolve)
 
 
+@pytest.mark.slow
 def test_fresh_starts_are_bit_identical_across_batches_chunks_and_resume(tmp_path):
     _, whole = fresh_run(6)
     _, batched = fresh_run(6, batch_size=5, chunk=2)
@@ -64,6 +66,7 @@ def test_fresh_starts_are_bit_identical_across_batches_chunks_and_resume(tmp_pat
     assert resumed.best_fitness == whole.best_fitness
 
 
+@pytest.mark.slow
 def test_fresh_starts_change_every_generation_and_the_best_is_judged_on_validation():
     ga, result = fresh_run(5)
     fitness = ga.fitness
@@ -104,6 +107,7 @@ def test_bad_control_settings_get_clear_errors():
         control.Control(neuro.mlp(4, [8], 3), cartpole.CartPole())
 
 
+@pytest.mark.slow
 def test_course_defaults_meet_gymnasium_thresholds():
     """The course's defaults (``lessons.neuroevolution.DEFAULTS``) judged in Gymnasium over its 100 seeded episodes,
     one GA seed per task (a minute or more on 2 cores; ``lessons.neuroevolution.judge_seeds`` runs more seeds)."""

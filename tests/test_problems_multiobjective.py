@@ -31,6 +31,7 @@ def test_true_fronts_have_their_exact_hypervolumes():
         mo.zdt(4)
 
 
+@pytest.mark.slow
 def test_nsga2_lands_near_the_zdt1_front():
     problem = mo.zdt(1)
     result = mo.real_coded_model(problem, mode="xla", seed=0).evolve(mo.start(problem, 100), generations=150)
@@ -40,6 +41,7 @@ def test_nsga2_lands_near_the_zdt1_front():
     assert front[:, 0].max() - front[:, 0].min() > 0.9  # spread along the whole front
 
 
+@pytest.mark.slow
 def test_the_two_value_knapsack_front_is_found_exactly():
     fitness, data = mo.knapsack(12, seed=0)
     inputs = evo.Input(shape=(12,), dtype="int32")
@@ -73,6 +75,7 @@ def distributed_report() -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_fronts_on_two_replicas_global_and_islands():
     source = f"""
         import sys

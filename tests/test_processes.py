@@ -48,6 +48,7 @@ def test_each_child_of_a_group_gets_its_own_environment():
     assert results == ["a", "b", None]
 
 
+@pytest.mark.slow
 def test_virtual_cpus_are_made_before_the_code_runs():
     source = "import tensorflow as tf\nresult = len(tf.config.list_logical_devices('CPU'))"
     assert processes.run(source=source, virtual_cpus=3, env={"TF_CPP_MIN_LOG_LEVEL": "3"}).result == 3

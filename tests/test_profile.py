@@ -194,6 +194,7 @@ def test_timeline_lanes_are_one_per_thread_with_short_names():
     assert lane_names(threads) == ["python", "tf_Compute 1", "tf_Compute 2", "GPU:0 Stream #7(Compute)"]
 
 
+@pytest.mark.slow
 def test_capture_runs_at_the_profilers_default_levels_without_option_warnings(tmp_path):
     """In a fresh process, so the C++ log lines land on a stderr this test reads."""
     script = ("import tensorflow as tf\n"

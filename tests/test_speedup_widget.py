@@ -124,6 +124,7 @@ def test_failed_run_shows_error_and_what_to_do_in_the_widget(tmp_path):
     assert w.status.value == "" and w.progress.description == "done" and w.result is not first
 
 
+@pytest.mark.slow
 def test_onemax_variants_build_what_lectures_10_and_12_time():
     """The lecture widgets' GA builders evolve the requested shape; an engine variant changes the speed only."""
     import numpy as np

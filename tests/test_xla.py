@@ -182,6 +182,7 @@ def test_auto_clustering_needs_the_cpu_flag_on_a_cpu():
     assert gpu_only["compilations"] == 0 or tf.config.list_physical_devices("GPU")
 
 
+@pytest.mark.slow
 def test_jit_vs_auto_times_live_processes_in_turns_and_counts_compilations():
     c = xla.jit_vs_auto(n=1000, repeats=2)
     assert c.names == [xla.GRAPH, xla.JIT, xla.AUTO]
@@ -252,6 +253,7 @@ def test_run_with_flags_reports_failures():
         xla.run_with_flags("course_lib.xla:no_such_function")
 
 
+@pytest.mark.slow
 def test_course_bench_xla_writes_json(tmp_path, capsys):
     import json
 
@@ -265,6 +267,7 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_compiled_code_reads_what_xla_generated_for_each_function():
     code = xla.compiled_code(["sin(x)", "exp(x)"])
     assert any(i.startswith("llvm.sin.") for i in code["sin(x)"].intrinsics)  # left to LLVM to implement
