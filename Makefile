@@ -32,7 +32,7 @@ test-all: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
-# `make test` checks lecture 00's widget in the browser; this checks every widget lecture.
+# `make test-all` checks lecture 00's widget in the browser; this checks every widget lecture.
 test-browser: $(STAMP)
 	COURSE_BROWSER_LECTURES=all $(BIN)/python -m pytest tests/test_browser.py
 

@@ -1,6 +1,6 @@
 """Timing that can be trusted.
 
-Every number the course shows comes from here. The rules (README.md, "How we measure"):
+Every number the course shows comes from here. The rules (docs/performance.md, "How a number is taken"):
 the first call is timed on its own (it pays for tracing or compilation), results are
 forced to host memory inside the timed region, each variant is repeated and reported
 as a median with its spread, and variants are compared as ratios measured in the same

@@ -222,40 +222,23 @@ def copy_variants(steps: int = 10,
         with tf.device(home):
             return tf.ones([int(megabytes * 2**20) // 4])
 
-    def stay(megabytes):
-        x0 = data(megabytes)
+    def steps_on(device_of_step, update):
+        """A builder whose run makes ``steps`` updates, step i on ``device_of_step(i)``."""
+        def build(megabytes):
+            x0 = data(megabytes)
 
-        def run():
-            x = x0
-            with tf.device(home):
-                for _ in range(steps):
-                    x = x * 0.999
-            return x
-        return run
+            def run():
+                x = x0
+                for i in range(steps):
+                    with tf.device(device_of_step(i)):
+                        x = update(x)
+                return x
+            return run
+        return build
 
-    def hop(megabytes):
-        x0 = data(megabytes)
-
-        def run():
-            x = x0
-            for i in range(steps):
-                with tf.device(away if i % 2 == 0 else home):
-                    x = x * 0.999
-            return x
-        return run
-
-    def numpy_round_trip(megabytes):
-        x0 = data(megabytes)
-
-        def run():
-            x = x0
-            with tf.device(home):
-                for _ in range(steps):
-                    x = tf.constant((x * 0.999).numpy())
-            return x
-        return run
-
-    return {"stay on one device": stay, "hop between devices": hop, "round trip through NumPy": numpy_round_trip}
+    return {"stay on one device": steps_on(lambda i: home, lambda x: x * 0.999),
+            "hop between devices": steps_on(lambda i: away if i % 2 == 0 else home, lambda x: x * 0.999),
+            "round trip through NumPy": steps_on(lambda i: home, lambda x: tf.constant((x * 0.999).numpy()))}
 
 
 def _address(tensor) -> int:

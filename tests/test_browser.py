@@ -10,7 +10,7 @@ checks that no TensorFlow log line reaches a cell's output in Lab. It skips only
 absent and cannot be installed.
 
 Which lectures: every lecture whose committed run displayed a speedup widget qualifies, but running
-them all in a browser takes longer than `make test` can afford on two cores. So `make test` checks
+them all in a browser takes longer than the suite can afford on two cores. So `make test-all` checks
 lecture 00 in full (controls, sizes, variants), and `make test-browser` sets
 COURSE_BROWSER_LECTURES=all to check every other widget lecture too (a comma-separated list of numbers,
 e.g. 04,12, checks those). They run at their fastest setting (``lectures.fastest``, injected after the

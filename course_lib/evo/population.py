@@ -17,6 +17,12 @@ def _shape(shape) -> tuple[int, ...]:
     return shape
 
 
+def _shape_and_range(name: str, shape, low, high) -> tuple[int, ...]:
+    if not low < high:
+        raise ValueError(f"{name} needs low < high, got low={low}, high={high}")
+    return _shape(shape)
+
+
 def random_integers(shape, low: int, high: int, seed: int = 0, dtype="int32") -> tf.Tensor:
     """Integers uniform in [low, high), e.g. ``random_integers((4096, 1024), 0, 2)`` for bits.
 
@@ -29,29 +35,15 @@ def random_integers(shape, low: int, high: int, seed: int = 0, dtype="int32") ->
     Returns:
         A tensor of ``shape`` and ``dtype``.
     """
-    shape = _shape(shape)
-    if not low < high:
-        raise ValueError(f"random_integers needs low < high, got low={low}, high={high}")
+    shape = _shape_and_range("random_integers", shape, low, high)
     check_fits("random_integers", low, high, tf.as_dtype(dtype))
     x = rng.integers(rng.key(seed), Rows.all(shape[0]), shape[1:], high - low) + low
     return tf.cast(x, dtype)
 
 
 def uniform(shape, low: float, high: float, seed: int = 0, dtype="float32") -> tf.Tensor:
-    """Floats uniform in [low, high).
-
-    Args:
-        shape: (individuals, *genome), positive sizes.
-        low, high: the range, ``high`` excluded.
-        seed: the same seed gives the same population.
-        dtype: of the genes.
-
-    Returns:
-        A tensor of ``shape`` and ``dtype``.
-    """
-    shape = _shape(shape)
-    if not low < high:
-        raise ValueError(f"uniform needs low < high, got low={low}, high={high}")
+    """Floats uniform in [low, high); the arguments and the result as for ``random_integers``."""
+    shape = _shape_and_range("uniform", shape, low, high)
     x = low + (high - low) * rng.uniform(rng.key(seed), Rows.all(shape[0]), shape[1:])
     return tf.cast(x, dtype)
 
