@@ -164,7 +164,7 @@ def test_islands_and_global_select_differently(two):
     assert two["runs"]["global"][0]["population_digest"] != two["runs"]["islands"][0]["population_digest"]
 
 
-@pytest.mark.parametrize("report", ["two", "four"])
+@pytest.mark.parametrize("report", ["two", pytest.param("four", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("how", sharding.DISTRIBUTIONS)
 def test_every_engine_feature_works_under_a_strategy(report, how, request):
     check_engine_facts(request.getfixturevalue(report)["engine"][how])
