@@ -22,15 +22,11 @@ lectures: $(STAMP) kernel
 	$(BIN)/course lectures
 
 # `make test` leaves the tests marked slow (conftest.py) to `make test-all`, which runs every test.
-test: $(STAMP)
+test: MARKS := -m "not slow"
+test test-all: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -m "not slow"
-
-test-all: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(MARKS)
 
 # `make test-all` checks lecture 00's widget in the browser; this checks every widget lecture.
 test-browser: $(STAMP)

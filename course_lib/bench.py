@@ -344,8 +344,10 @@ class Comparison:
 
 def _judge(lo: float, hi: float, floor: float) -> str:
     """``Comparison.call`` from a ratio's interval [lo, hi] and the noise floor."""
-    if lo > floor or hi < 1 / floor:
-        return "faster" if lo > floor else "slower"
+    if lo > floor:
+        return "faster"
+    if hi < 1 / floor:
+        return "slower"
     return "no difference" if 1 / floor <= lo <= 1 <= hi <= floor else TOO_CLOSE
 
 

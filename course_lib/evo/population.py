@@ -18,9 +18,10 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 def _shape_and_range(name: str, shape, low, high) -> tuple[int, ...]:
+    shape = _shape(shape)
     if not low < high:
         raise ValueError(f"{name} needs low < high, got low={low}, high={high}")
-    return _shape(shape)
+    return shape
 
 
 def random_integers(shape, low: int, high: int, seed: int = 0, dtype="int32") -> tf.Tensor:
