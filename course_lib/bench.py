@@ -12,7 +12,8 @@ A verdict ("faster", "slower", "no measurable difference") is called the same wa
 interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A
 difference is called only when the ratio's whole interval lies outside the floor, and "no measurable
 difference" only when it lies wholly inside and holds 1; an interval that reaches across the floor's
-edge, or lies inside it clear of 1, still so after more rounds, is "too close to call". A re-run can
+edge, or lies inside it clear of 1, still so after more rounds (as many as a few seconds buy), is "too
+close to call". A re-run can
 move such a ratio to either side, and then it contradicts neither of the other two verdicts.
 """
 
@@ -156,8 +157,10 @@ BOOTSTRAP_SEED = 0       # fixed, so the same timings always give the same inter
 MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is never called, because two runs
                          # of a lecture on a shared machine drift by that much even when each run's A/A is tight
 TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
-MORE_ROUNDS = 3          # a comparison left unsettled after its rounds gets more, up to this many times as many
-TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after MORE_ROUNDS
+MORE_ROUNDS = 3          # a comparison left unsettled after its rounds gets more blocks of as many: this many in all,
+SETTLE_S = 10.0          # and more while its rounds so far took under this many seconds (few rounds give lumpy
+MOST_ROUNDS = 12         # intervals; cheap ones can afford more), but never more than this many blocks
+TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after the extra rounds
 
 
 def ratio_interval(over_s: Sequence[float], name_s: Sequence[float]) -> tuple[float, float]:
@@ -443,8 +446,9 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     later. ``first_call_s`` is each variant's first call, timed before the rounds.
 
     A verdict flips between two runs when a ratio's interval straddles an edge of the noise floor: the
-    rounds could not tell. So while a variant is not ``settled``, another ``repeats`` rounds are run, up to
-    ``MORE_ROUNDS`` times as many in all; a ratio that sits on the floor's edge stays unsettled, and its
+    rounds could not tell. So while a variant is not ``settled``, another block of ``repeats`` rounds is run:
+    up to ``MORE_ROUNDS`` blocks in all, and beyond that while the rounds so far took under ``SETTLE_S``
+    seconds, up to ``MOST_ROUNDS`` blocks; a ratio that sits on the floor's edge stays unsettled, and its
     verdict is "too close to call".
     """
     if baseline not in timers:
@@ -463,7 +467,7 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
         return Comparison(timings=timings, baseline=baseline, title=title, params=dict(params or {}),
                           twin=twin_timing, repeats=repeats)
 
-    r = 0
+    r, started = 0, time.perf_counter()
     while True:
         for _ in range(repeats):
             # each round starts one variant later, so no variant always runs right after the same one:
@@ -473,7 +477,9 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
                 times[name].append(run[name]())
             r += 1
         comparison = measured()
-        if r >= MORE_ROUNDS * repeats or all(comparison.settled(n) for n in timers if n != baseline):
+        if all(comparison.settled(n) for n in timers if n != baseline) or r >= MOST_ROUNDS * repeats:
+            break
+        if r >= MORE_ROUNDS * repeats and time.perf_counter() - started >= SETTLE_S:
             break
     for i, timing in enumerate(comparison.timings):
         if on_result is not None:

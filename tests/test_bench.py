@@ -248,7 +248,8 @@ def test_a_command_writes_one_report_with_its_arguments_and_the_machine(tmp_path
     assert report["machine"] == bench.machine()
     [c] = report["comparisons"]
     assert [v["name"] for v in c["variants"]] == ["a", "b"] and c["repeats"] == 4
-    assert len(c["variants"][0]["times_s"]) in (4, 8, 12)  # more blocks while a ratio is unsettled: noise decides
+    # more blocks while a ratio is unsettled: noise decides how many
+    assert len(c["variants"][0]["times_s"]) in range(4, 4 * bench.MOST_ROUNDS + 1, 4)
     assert f"wrote {out}" in capsys.readouterr().out
 
 
@@ -312,7 +313,7 @@ def test_compare_times_every_variant_and_the_baselines_twin_in_each_round():
     # first calls, one warm-up round, then timed rounds of a, b, c and a's twin, each starting one variant later;
     # blocks of 4 rounds, more of them while a ratio is unsettled (these calls take microseconds: noise decides)
     rounds = len(cmp.twin.times_s)
-    assert rounds in (4, 8, 12)
+    assert rounds in range(4, 4 * bench.MOST_ROUNDS + 1, 4)
     order = "abca"
     assert "".join(calls) == "abc" + "abc" + "".join(order[r % 4:] + order[:r % 4] for r in range(rounds))
     assert cmp.names == ["a", "b", "c"] and cmp.twin.name == "a (A/A)"
@@ -326,20 +327,40 @@ def test_compare_times_every_variant_and_the_baselines_twin_in_each_round():
         bench.compare({"a": lambda: 1, "b": lambda: 1 / 0})
 
 
-def test_an_unsettled_ratio_gets_more_rounds_and_a_settled_one_does_not():
-    def cycling(values):
-        it = itertools.cycle(values)
-        return lambda: next(it)
+def _cycling(values):
+    it = itertools.cycle(values)
+    return lambda: next(it)
 
-    # b's rounds alternate between 1.0 and 1.2 against a steady 1.0: its interval straddles the floor's edge
-    timers = {"a": cycling([1.0]), "b": cycling([1.0, 1.2]), "c": cycling([0.5])}
-    cmp = bench.compare_timers(timers, {"a": 1.0, "b": 1.0, "c": 0.5}, baseline="a", repeats=5)
+
+def _unsettled():
+    """b's rounds alternate between 1.0 and 1.2 against a steady 1.0: its interval straddles the floor's edge
+    however many rounds are run."""
+    timers = {"a": _cycling([1.0]), "b": _cycling([1.0, 1.2]), "c": _cycling([0.5])}
+    return bench.compare_timers(timers, {"a": 1.0, "b": 1.0, "c": 0.5}, baseline="a", repeats=5)
+
+
+def test_an_unsettled_ratio_gets_more_rounds_and_a_settled_one_does_not():
+    cmp = _unsettled()  # its rounds cost no time, so it gets every block allowed
     assert not cmp.settled("b") and cmp.settled("c") and cmp.apart("c") and not cmp.apart("b")
     assert (cmp.call("b"), cmp.call("c")) == (bench.TOO_CLOSE, "faster")
-    assert len(cmp["b"].times_s) == len(cmp.twin.times_s) == bench.MORE_ROUNDS * 5 and cmp.repeats == 5
-    clear = bench.compare_timers({"a": cycling([1.0]), "c": cycling([0.5])}, {"a": 1.0, "c": 0.5},
+    assert len(cmp["b"].times_s) == len(cmp.twin.times_s) == bench.MOST_ROUNDS * 5 and cmp.repeats == 5
+    clear = bench.compare_timers({"a": _cycling([1.0]), "c": _cycling([0.5])}, {"a": 1.0, "c": 0.5},
                                  baseline="a", repeats=5)
     assert clear.settled("c") and len(clear["c"].times_s) == 5
+
+
+def test_rounds_past_the_time_budget_stop_after_the_least_extra_blocks(monkeypatch):
+    monkeypatch.setattr(bench, "SETTLE_S", 0.0)  # every round now counts as over the budget
+    cmp = _unsettled()
+    assert cmp.call("b") == bench.TOO_CLOSE and len(cmp["b"].times_s) == bench.MORE_ROUNDS * 5
+
+
+def test_more_rounds_settle_a_ratio_that_few_rounds_leave_lumpy():
+    # b is 1.25x faster in most rounds, but one round in three is as slow as a: 5 rounds leave the interval
+    # across the floor, more rounds bring its lower end above it
+    timers = {"a": _cycling([1.0]), "b": _cycling([0.8, 0.8, 1.0])}
+    cmp = bench.compare_timers(timers, {"a": 1.0, "b": 0.8}, baseline="a", repeats=5)
+    assert cmp.call("b") == "faster" and 5 < cmp.rounds < bench.MOST_ROUNDS * 5
 
 
 def test_compare_timers_takes_any_way_of_timing_a_round():
