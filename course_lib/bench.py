@@ -11,10 +11,10 @@ A verdict ("faster", "slower", "no measurable difference") is called the same wa
 (an A/A pair: the same code against itself), a bootstrap over the rounds gives each ratio a 95%
 interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A
 difference is called only when the ratio's whole interval lies outside the floor, and "no measurable
-difference" only when it lies wholly inside and holds 1; an interval that reaches across the floor's
-edge, or lies inside it clear of 1, still so after more rounds (as many as a few seconds buy), is "too
-close to call". A re-run can
-move such a ratio to either side, and then it contradicts neither of the other two verdicts.
+difference" only when it lies within ``MIN_FLOOR`` (1.05x) of 1, the least floor: a wide floor can hide a
+difference that a quieter re-run calls, so it never rules one out. Any other interval, still so after more
+rounds (as many as a few seconds buy), is "too close to call"; a re-run can move such a ratio to either
+side, and then it contradicts neither of the other two verdicts.
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ CONFIDENCE = 0.95        # the bootstrap interval of every ratio
 BOOTSTRAP_SAMPLES = 2000  # resamples of the rounds; enough for a stable 2.5th and 97.5th percentile
 BOOTSTRAP_SEED = 0       # fixed, so the same timings always give the same interval and verdict
 MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is never called, because two runs
-                         # of a lecture on a shared machine drift by that much even when each run's A/A is tight
+                         # of a lecture on a shared machine drift by that much even when each run's A/A is tight;
+                         # and only an interval within it of 1 is "no measurable difference"
 TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
 MORE_ROUNDS = 3          # a comparison left unsettled after its rounds gets more blocks of as many: this many in all,
 SETTLE_S = 10.0          # and more while its rounds so far took under this many seconds (few rounds give lumpy
@@ -238,9 +239,9 @@ class Comparison:
 
     def settled(self, name: str, over: str | None = None) -> bool:
         """Whether more rounds would not change the verdict but for an unlucky run: the difference is
-        called, or the ratio's whole interval lies inside the noise floor and holds 1. An interval across an
-        edge of the floor is not settled, nor one inside it but clear of 1: a difference in this run that
-        only the floor's width hides, and a narrower floor in a re-run may call (``compare_timers`` adds
+        called, or the ratio's whole interval lies within ``MIN_FLOOR`` of 1. An interval across an edge of
+        the floor is not settled, nor one inside a wide floor that reaches past ``MIN_FLOOR``: a difference the
+        floor's width hides in this run, which a narrower floor in a re-run may call (``compare_timers`` adds
         rounds until every variant is settled)."""
         return self.call(name, over) != TOO_CLOSE
 
@@ -251,8 +252,8 @@ class Comparison:
 
     def call(self, name: str, over: str | None = None) -> str:
         """The verdict in words: "faster" or "slower" (the whole interval outside the noise floor), "no
-        difference" (the whole interval within it, 1 inside it) or "too close to call" (not ``settled``, so
-        a re-run may fall on either side)."""
+        difference" (the whole interval within ``MIN_FLOOR`` of 1) or "too close to call" (not ``settled``,
+        so a re-run may fall on either side)."""
         return _judge(*self.interval(name, over), self.noise_floor)
 
     def verdict(self, name: str, over: str | None = None) -> str:
@@ -260,7 +261,7 @@ class Comparison:
 
         "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x; noise floor 1.05x)", "... 3.1x
         slower than ...", "cache against naive: no measurable difference (1.02x; 95% interval
-        0.97–1.03x, within the noise floor of 1.05x)", or "cache against naive: too close to call
+        0.97–1.03x, within the least noise floor of 1.05x)", or "cache against naive: too close to call
         (1.06x; 95% interval 1.02–1.11x reaches across the noise floor of 1.05x)".
         ``lectures.verdicts_in`` reads them back.
         """
@@ -271,11 +272,12 @@ class Comparison:
         call = _judge(lo, hi, floor)
         if call == "no difference":
             return (f"{name} against {over}: no measurable difference ({ratio_text(ratio)}; 95% interval "
-                    f"{_factor(lo)}–{_factor(hi)}x, within the noise floor of {_factor(floor)}x)")
+                    f"{_factor(lo)}–{_factor(hi)}x, within the least noise floor of {_factor(MIN_FLOOR)}x)")
         if call == TOO_CLOSE:
-            where = ("reaches across" if lo < 1 / floor or hi > floor else "clear of 1 but within")
+            where = (f"reaches across the noise floor of {_factor(floor)}x" if lo < 1 / floor or hi > floor else
+                     f"lies inside the noise floor of {_factor(floor)}x, too wide to rule out a difference")
             return (f"{name} against {over}: {TOO_CLOSE} ({ratio_text(ratio)}; 95% interval "
-                    f"{_factor(lo)}–{_factor(hi)}x {where} the noise floor of {_factor(floor)}x)")
+                    f"{_factor(lo)}–{_factor(hi)}x {where})")
         if ratio >= 1:
             direction = f"{ratio_text(ratio)} faster than"
         else:  # the interval in the headline's direction: how many times slower
@@ -351,7 +353,7 @@ def _judge(lo: float, hi: float, floor: float) -> str:
         return "faster"
     if hi < 1 / floor:
         return "slower"
-    return "no difference" if 1 / floor <= lo <= 1 <= hi <= floor else TOO_CLOSE
+    return "no difference" if 1 / MIN_FLOOR <= lo <= hi <= MIN_FLOOR else TOO_CLOSE
 
 
 def _factor(x: float) -> str:

@@ -139,23 +139,30 @@ def test_a_ratio_whose_interval_reaches_across_the_floor_is_too_close_to_call():
     assert c.verdict("b").startswith("b against a: too close to call (")
     assert "reaches across the noise floor of 1.05x" in c.verdict("b")
     assert [row[-1] for row in c.rows()] == ["baseline", "too close to call"]
-    # 3% apart under 20% noise on both sides, the A/A pair as well: the floor is wide and holds the interval
+    # 3% apart under 20% noise on both sides, the A/A pair as well: the floor is wide and holds the interval, but
+    # the interval is too wide to rule out a difference that a quieter re-run would call
     wide = _comparison({"a": _rounds(1.0, 0.2), "b": _rounds(0.97, 0.2, seed=1)}, twin=_rounds(1.0, 0.2, seed=2))
     lo, hi = wide.interval("b")
     assert wide.noise_floor > 1.2 and 1 / wide.noise_floor < lo <= hi < wide.noise_floor
-    assert wide.call("b") == "no difference"
+    assert (lo < 1 / bench.MIN_FLOOR or hi > bench.MIN_FLOOR) and wide.call("b") == bench.TOO_CLOSE
+    assert f"lies inside the noise floor of {wide.noise_floor:.3g}x, too wide to rule out" in wide.verdict("b")
 
 
-def test_no_difference_is_said_only_when_the_whole_interval_lies_within_the_floor():
-    # the same code twice, timed precisely: the interval sits inside [1 / floor, floor]
+def test_no_difference_is_said_only_when_the_whole_interval_lies_within_the_least_floor():
+    # the same code twice, timed precisely: the interval sits inside [1 / 1.05, 1.05]
     c = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1.0, 0.005, seed=1)}, twin=_rounds(1.0, 0.005, seed=2))
     lo, hi = c.interval("b")
-    assert 1 / c.noise_floor < lo <= hi < c.noise_floor
+    assert 1 / bench.MIN_FLOOR < lo <= hi < bench.MIN_FLOOR
     assert c.settled("b") and not c.apart("b") and c.call("b") == "no difference"
     assert c.verdict("b").startswith("b against a: no measurable difference (")
-    assert "within the noise floor of 1.05x" in c.verdict("b")
+    assert "within the least noise floor of 1.05x" in c.verdict("b")
     assert [row[-1] for row in c.rows()] == ["baseline", "no difference"]
     assert c.to_dict()["variants"][1]["verdict"] == "no difference"
+    # 2.5% apart, timed precisely: clear of 1, but under the least difference ever called, which is no difference
+    small = _comparison({"a": _rounds(1.0, 0.002), "b": _rounds(1 / 1.025, 0.002, seed=1)},
+                        twin=_rounds(1.0, 0.002, seed=2))
+    lo, hi = small.interval("b")
+    assert 1 < lo <= hi < bench.MIN_FLOOR and small.call("b") == "no difference"
 
 
 def test_the_noise_floor_is_the_a_a_pair_interval_and_a_difference_must_clear_it():
@@ -166,10 +173,10 @@ def test_the_noise_floor_is_the_a_a_pair_interval_and_a_difference_must_clear_it
     lo, hi = c.interval("b")
     assert lo > 1.05 and hi < c.noise_floor  # clears the least floor, not the measured one
     assert not c.apart("b")
-    # inside the floor but clear of 1: a difference only the floor's width hides, which a re-run with a narrower
-    # floor may call, so neither "no difference" nor a difference
+    # inside the floor but past the least floor: a difference only the floor's width hides, which a re-run with a
+    # narrower floor may call, so neither "no difference" nor a difference
     assert not c.settled("b") and c.call("b") == bench.TOO_CLOSE
-    assert f"clear of 1 but within the noise floor of {c.noise_floor:.3g}x" in c.verdict("b")
+    assert f"lies inside the noise floor of {c.noise_floor:.3g}x, too wide" in c.verdict("b")
     quiet = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1 / 1.1, 0.005, seed=1)},
                         twin=_rounds(1.0, 0.005, seed=3))
     assert quiet.noise_floor == bench.MIN_FLOOR and quiet.apart("b")

@@ -261,7 +261,7 @@ def test_journey_ratios_read_each_step_over_the_one_before():
     study = {r["step"]: r["study"] for r in ratios.rows}
     assert study["data loaded once"] == pytest.approx(2200 / 237) and study["one tf.function"] is None
     text = str(ratios.verdicts())
-    assert "TF ops, still eager: 1x on this machine (within the noise floor: no measurable difference)" in text
+    assert "TF ops, still eager: 1x on this machine (no measurable difference)" in text
     edge = str(G.journey_ratios(*_journey_inputs(tf_ops=(0.19, 0.2, 0.21, 0.2))).verdicts())  # reaches 1/1.05x
     assert "TF ops, still eager: 1x on this machine (too close to call against the noise floor)" in edge
     assert "data loaded once: 5x on this machine; the study: 9.28x" in text

@@ -471,7 +471,7 @@ class JourneyRatios:
         for r in self.rows:
             here = bench.ratio_text(r["this machine"]) + " on this machine"
             if r["call"] == "no difference":
-                here += " (within the noise floor: no measurable difference)"
+                here += " (no measurable difference)"
             elif r["call"] == bench.TOO_CLOSE:
                 here += f" ({bench.TOO_CLOSE} against the noise floor)"
             study = (f"the study: {bench.ratio_text(r['study'])}" if r["study"]
