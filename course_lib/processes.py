@@ -18,9 +18,9 @@ in turns:
   of several fails, the others are stopped;
 * however it ends, every child and whatever it started is stopped before the call
   returns (each child leads its own process group: SIGTERM, then SIGKILL);
-* ``Workers`` starts one live process per variant (and a second one for the baseline, the
-  A/A pair), each building its callable once, then asks them in turns, round after round, to
-  time a call: a variant that needs its own process is compared like any other, with
+* ``Workers`` starts live processes for each variant (two by default, and as many again for the
+  baseline's A/A twin), each building its callable once, then asks them in turns, round after
+  round, to time a call: a variant that needs its own process is compared like any other, with
   ``bench.compare_timers``, never one process after another.
 
 The module imports neither TensorFlow nor NumPy, so the ``course`` command stays quick.
@@ -36,6 +36,7 @@ import re
 import select
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["ChildError", "ChildTimeout", "Finished", "Workers", "run", "run_many"]
+__all__ = ["ChildError", "ChildTimeout", "Finished", "Workers", "process_medians", "run", "run_many"]
 
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _BARRIER_S = 60.0  # how long a finished child waits for the others before exiting
@@ -304,56 +305,69 @@ _TWIN = "A/A"
 
 
 class Workers:
-    """One live Python per variant, each with its own environment, asked in turns to time its callable.
+    """Live Pythons for each variant, each with the variant's environment, asked in turns to time its callable.
 
     ``target`` is ``"module:function"``; each worker calls it once with ``kwargs`` and the variant's
     own keyword arguments, and it returns the callable to time, called with each request's ``args``.
     ``variants`` maps a name to ``(env, kwargs)``: ``env`` holds the variables TensorFlow reads at
     start-up (``TF_XLA_FLAGS``, ``OMP_NUM_THREADS``, ``TF_ENABLE_ONEDNN_OPTS``), in place before the
     worker imports anything. Building may take ``start_timeout`` seconds, each later request
-    ``timeout``. The baseline (the first variant) gets a second process, its A/A twin, whose ratio to
-    the baseline is the noise floor, process to process. Use as a context manager; every process is
-    stopped on exit.
+    ``timeout``. Use as a context manager; every process is stopped on exit.
+
+    A process's time is partly its own, set by where its threads and its memory landed: lecture 07's
+    ``jit_compile`` process took 2.4 ms a call in one run and 6.6 ms in the next (docs/performance.md).
+    So each variant gets ``per_variant`` processes (two by default),
+    asked in rotation, one a round: that spread then widens the variant's interval in every run, where
+    one process a variant would move the whole verdict from one run to the next. The baseline gets as
+    many again, its A/A twin, whose ratio to the baseline is the noise floor, process to process.
 
     If the callable has an ``info()`` method, ``info(name)`` returns what it says (JSON), e.g. how many
     XLA clusters its first call compiled.
     """
 
     def __init__(self, target: str, variants: Mapping[str, tuple[Mapping[str, str], Mapping]], *,
-                 kwargs: Mapping | None = None, timeout: float = 300.0, start_timeout: float = 600.0):
+                 kwargs: Mapping | None = None, per_variant: int = 2, timeout: float = 300.0,
+                 start_timeout: float = 600.0):
         _check_target(target)
         if not variants:
             raise ValueError("Workers needs at least one variant: {name: (env, kwargs)}")
         for what, value in (("timeout", timeout), ("start_timeout", start_timeout)):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+        if not isinstance(per_variant, int) or isinstance(per_variant, bool) or per_variant < 1:
+            raise ValueError(f"per_variant must be a whole number of processes >= 1, got {per_variant!r}")
         self.names = list(variants)
         self.baseline = self.names[0]
+        self.per_variant = per_variant
         self.timeout = float(timeout)
         self._folder = Path(tempfile.mkdtemp(prefix="course-workers-"))
-        self._procs: dict[str, subprocess.Popen] = {}
-        self._replies: dict[str, int] = {}
-        self._buffers: dict[str, bytes] = {}
-        self._errs: dict[str, Path] = {}
+        # one slot per process: (variant, which of its processes)
+        self._procs: dict[tuple[str, int], subprocess.Popen] = {}
+        self._replies: dict[tuple[str, int], int] = {}
+        self._buffers: dict[tuple[str, int], bytes] = {}
+        self._errs: dict[tuple[str, int], Path] = {}
         plan = {**{name: variants[name] for name in self.names}, _TWIN: variants[self.baseline]}
+        self._turn = {name: 0 for name in plan}  # how many requests each variant's processes have had
         try:
-            for i, (name, (env, extra)) in enumerate(plan.items()):
+            slots = [(name, j) for name in plan for j in range(per_variant)]
+            for i, slot in enumerate(slots):
+                env, extra = plan[slot[0]]
                 spec = self._folder / f"{i}.json"
                 try:
                     spec.write_text(json.dumps({"target": target, "kwargs": {**dict(kwargs or {}), **dict(extra)}}))
                 except TypeError as exc:
-                    raise TypeError(f"variant {name!r}: kwargs are sent to the worker as JSON: {exc}") from None
+                    raise TypeError(f"variant {slot[0]!r}: kwargs are sent to the worker as JSON: {exc}") from None
                 read, write = os.pipe()
                 with open(self._folder / f"{i}.out", "wb") as out, open(self._folder / f"{i}.err", "wb") as err:
-                    self._procs[name] = subprocess.Popen(
+                    self._procs[slot] = subprocess.Popen(
                         [sys.executable, "-m", "course_lib.processes", "--worker", str(spec), str(write)],
                         stdin=subprocess.PIPE, stdout=out, stderr=err, env=_environment(env),
                         pass_fds=(write,), start_new_session=True)
                 os.close(write)
-                self._replies[name], self._buffers[name] = read, b""
-                self._errs[name] = self._folder / f"{i}.err"
-            for name in plan:
-                self._reply(name, start_timeout)  # {"ready": true} once the callable is built
+                self._replies[slot], self._buffers[slot] = read, b""
+                self._errs[slot] = self._folder / f"{i}.err"
+            for slot in slots:
+                self._reply(slot, start_timeout)  # {"ready": true} once the callable is built
         except BaseException:
             self.close()
             raise
@@ -364,67 +378,81 @@ class Workers:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _label(self, name: str) -> str:
-        return f"the worker for {self.baseline!r} (A/A twin)" if name == _TWIN else f"the worker for {name!r}"
+    def _label(self, slot: tuple[str, int]) -> str:
+        name, j = slot
+        which = f" (process {j + 1} of {self.per_variant})" if self.per_variant > 1 else ""
+        if name == _TWIN:
+            return f"the worker for {self.baseline!r}{which}, A/A twin"
+        return f"the worker for {name!r}{which}"
 
-    def _reply(self, name: str, timeout: float | None = None) -> dict:
+    def _reply(self, slot: tuple[str, int], timeout: float | None = None) -> dict:
         """The worker's next line of JSON; a worker that died or went quiet is a clear error."""
         timeout = self.timeout if timeout is None else timeout
-        fd, deadline = self._replies[name], time.monotonic() + timeout
-        while b"\n" not in self._buffers[name]:
+        fd, deadline = self._replies[slot], time.monotonic() + timeout
+        while b"\n" not in self._buffers[slot]:
             left = deadline - time.monotonic()
             ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
             if not ready:
-                tail = _tail(self._errs[name])
-                raise ChildTimeout(f"{self._label(name)} did not answer within {timeout:g} s (timeout). "
+                tail = _tail(self._errs[slot])
+                raise ChildTimeout(f"{self._label(slot)} did not answer within {timeout:g} s (timeout). "
                                    f"End of its stderr:\n{tail}", stderr_tail=tail)
             chunk = os.read(fd, 65536)
             if not chunk:
-                code = self._procs[name].wait()
-                tail = _tail(self._errs[name])
-                raise ChildError(f"{self._label(name)} exited with code {code}. End of its stderr:\n{tail}",
+                code = self._procs[slot].wait()
+                tail = _tail(self._errs[slot])
+                raise ChildError(f"{self._label(slot)} exited with code {code}. End of its stderr:\n{tail}",
                                  returncode=code, stderr_tail=tail)
-            self._buffers[name] += chunk
-        line, self._buffers[name] = self._buffers[name].split(b"\n", 1)
+            self._buffers[slot] += chunk
+        line, self._buffers[slot] = self._buffers[slot].split(b"\n", 1)
         return json.loads(line)
 
-    def _ask(self, name: str, request: dict) -> dict:
-        proc = self._procs[name]
+    def _ask(self, slot: tuple[str, int], request: dict) -> dict:
+        proc = self._procs[slot]
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the reply reports how the worker ended
-        return self._reply(name)
+        return self._reply(slot)
 
     def time(self, name: str, number: int = 1, args: Sequence = ()) -> float:
-        """Seconds per call of ``name``'s callable on ``args`` (JSON), over ``number`` calls made now in its process."""
-        if name not in self._procs:
+        """Seconds per call of ``name``'s callable on ``args`` (JSON), over ``number`` calls made now in the
+        next of its processes: the variant's processes take requests in rotation."""
+        if name not in self._turn:
             raise KeyError(f"no variant {name!r}; variants are: {', '.join(self.names)}")
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise ValueError(f"number must be a whole number >= 1, got {number!r}")
-        return self._ask(name, {"op": "time", "number": number, "args": list(args)})["seconds"]
+        slot = (name, self._turn[name] % self.per_variant)
+        self._turn[name] += 1
+        return self._ask(slot, {"op": "time", "number": number, "args": list(args)})["seconds"]
 
-    def info(self, name: str) -> Any:
-        """What ``name``'s callable's ``info()`` returns (None when it has none)."""
-        return self._ask(name, {"op": "info"})["info"]
+    def info(self, name: str, process: int = 0) -> Any:
+        """What the callable's ``info()`` in ``name``'s ``process``-th process returns (None when it has none)."""
+        if (name, process) not in self._procs:
+            raise KeyError(f"no process {process} of variant {name!r}; variants are: {', '.join(self.names)}, "
+                           f"each with processes 0 to {self.per_variant - 1}")
+        return self._ask((name, process), {"op": "info"})["info"]
 
     def compare(self, *, repeats: int = 7, warmup: int = 1, number: int = 1, args: Sequence = (),
                 title: str = "", params: Mapping | None = None):
         """Time every variant on ``args`` in interleaved rounds, the baseline's twin among them, and compare
-        them (``bench.compare_timers``): each worker's first call on ``args``, ``warmup`` untimed rounds,
-        ``repeats`` timed."""
+        them (``bench.compare_timers``): each process's first call on ``args`` (a variant's first call is
+        the median of its processes'), ``warmup`` untimed rounds for each process, ``repeats`` timed
+        rounds, each asking the next process of every variant."""
         from course_lib import bench
 
-        first = {name: self.time(name, 1, args) for name in self.names}
-        self.time(_TWIN, 1, args)
-        for _ in range(warmup):
+        k = self.per_variant
+        first = {name: statistics.median(self.time(name, 1, args) for _ in range(k)) for name in self.names}
+        for _ in range(k):
+            self.time(_TWIN, 1, args)
+        for _ in range(warmup * k):
             for name in self.names + [_TWIN]:
                 self.time(name, number, args)
         timers = {name: (lambda name=name: self.time(name, number, args)) for name in self.names}
         return bench.compare_timers(timers, first, baseline=self.baseline, repeats=repeats,
                                     twin=lambda: self.time(_TWIN, number, args),
-                                    numbers={name: number for name in self.names}, title=title, params=params)
+                                    numbers={name: number for name in self.names}, title=title,
+                                    params={**dict(params or {}), "processes per variant": k})
 
     def close(self) -> None:
         """Stop every worker (and whatever it started); safe to call twice."""
@@ -442,6 +470,19 @@ class Workers:
                 pass
         self._procs, self._replies = {}, {}
         shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def process_medians(comparison) -> dict[str, list[float]]:
+    """Each variant's median seconds a call in each of its processes, the A/A twin's among them, from a
+    comparison ``Workers.compare`` made: its rounds asked the processes in rotation (round ``r`` went to
+    process ``r % k``). How far two processes of one program differ is what their pooled rounds put into
+    every interval."""
+    k = comparison.params.get("processes per variant")
+    if not isinstance(k, int):
+        raise ValueError("process_medians reads a comparison made by Workers.compare, whose params say how many "
+                         "processes each variant had ('processes per variant'); this one's do not")
+    timings = list(comparison.timings) + ([comparison.twin] if comparison.twin is not None else [])
+    return {t.name: [statistics.median(t.times_s[j::k]) for j in range(min(k, len(t.times_s)))] for t in timings}
 
 
 def _worker_main(spec_path: str, reply_fd: str) -> None:

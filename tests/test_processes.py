@@ -2,6 +2,7 @@
 failure or a hang is a clear error that leaves no process behind."""
 
 import os
+import statistics
 import time
 
 import pytest
@@ -112,27 +113,54 @@ def not_callable():
     return 3
 
 
-def test_workers_keep_one_process_per_variant_and_time_them_in_turns():
+def test_workers_keep_two_processes_per_variant_and_time_them_in_turns_in_rotation():
     variants = {"slow": ({"COURSE_TEST": "slow"}, {"seconds": 0.02}),
                 "fast": ({"COURSE_TEST": "fast"}, {"seconds": 0.002})}
     with processes.Workers("test_processes:sleeper", variants) as workers:
-        first = workers.info("slow")
-        assert first["COURSE_TEST"] == "slow" and workers.info("fast")["COURSE_TEST"] == "fast"
-        assert len(child_processes()) == 3  # the baseline has a twin: the A/A pair
+        first = [workers.info("slow", j) for j in (0, 1)]
+        assert [f["COURSE_TEST"] for f in first] == ["slow", "slow"] and first[0]["pid"] != first[1]["pid"]
+        assert workers.info("fast", 1)["COURSE_TEST"] == "fast"
+        assert len(child_processes()) == 6  # two a variant, and two for the baseline's twin: the A/A pair
         cmp = workers.compare(repeats=4, warmup=1, title="sleep")
-        # the same live processes did every call: first, warm-up and the timed rounds (4, or more if unsettled)
+        # the same live processes did every call, the rounds (4, or more if unsettled) shared in rotation:
+        # each process's first call, its warm-up, and every other round
         assert cmp.rounds in range(4, 4 * bench.MOST_ROUNDS + 1, 4)
-        assert workers.info("slow")["pid"] == first["pid"] and workers.info("slow")["calls"] == 1 + 1 + cmp.rounds
-        assert workers.info("fast")["calls"] == 2 + cmp.rounds
+        for name in ("slow", "fast"):
+            now = [workers.info(name, j) for j in (0, 1)]
+            assert [n["calls"] for n in now] == [1 + 1 + cmp.rounds // 2] * 2
+        assert [n["pid"] for n in now] != [f["pid"] for f in first]
+        assert [workers.info("slow", j)["pid"] for j in (0, 1)] == [f["pid"] for f in first]
+        with pytest.raises(KeyError, match="no process 2 of variant 'slow'.*processes 0 to 1"):
+            workers.info("slow", 2)
     assert child_processes() == []
     assert cmp.names == ["slow", "fast"] and cmp.twin is not None and len(cmp.twin.times_s) == cmp.rounds
+    assert cmp.params["processes per variant"] == 2
+    each = processes.process_medians(cmp)
+    assert list(each) == ["slow", "fast", "slow (A/A)"] and all(len(m) == 2 for m in each.values())
+    # a sleep lasts at least as long as asked, on any machine: the medians are each process's own
+    assert min(each["slow"] + each["slow (A/A)"]) >= 0.02 and min(each["fast"]) >= 0.002
+    assert each["fast"] == [statistics.median(cmp["fast"].times_s[j::2]) for j in (0, 1)]
+    with pytest.raises(ValueError, match="made by Workers.compare"):
+        processes.process_medians(bench.compare({"a": lambda: None}, repeats=1))
     assert cmp.speedup("fast") > 2 and cmp.apart("fast")
     assert cmp.verdict("fast").startswith("fast: ")
 
 
+def test_workers_can_keep_one_process_per_variant():
+    with processes.Workers("test_processes:sleeper", {"a": ({}, {"seconds": 0.001})}, per_variant=1) as workers:
+        assert len(child_processes()) == 2  # the variant and its twin
+        workers.time("a")
+        workers.time("a")
+        assert workers.info("a")["calls"] == 2
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="per_variant must be a whole number of processes >= 1"):
+            processes.Workers("test_processes:sleeper", {"a": ({}, {"seconds": 0})}, per_variant=bad)
+    assert child_processes() == []
+
+
 def test_a_worker_that_fails_is_a_clear_error_and_leaves_nothing_behind():
-    with pytest.raises(processes.ChildError, match=r"(?s)the worker for 'x' exited with code 1.*must return the "
-                                                    r"zero-argument callable"):
+    with pytest.raises(processes.ChildError, match=r"(?s)the worker for 'x' \(process 1 of 2\) exited with code 1.*"
+                                                    r"must return the zero-argument callable"):
         processes.Workers("test_processes:not_callable", {"x": ({}, {})})
     assert child_processes() == []
     with pytest.raises(ValueError, match="at least one variant"):

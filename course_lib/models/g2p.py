@@ -12,7 +12,7 @@ One set of weights, several ways to run greedy decoding, all giving the same pho
 - ``greedy_decoder(model)``: encode once and decode step by step inside one graph;
 - ``export_saved_model`` / ``load_saved_model``: that graph as a SavedModel, reloaded;
 - ``thread_comparison``: the one-graph decoder in live processes with different thread
-  settings (they must be set before TensorFlow starts, so each setting gets a process), timed in turns.
+  settings (they must be set before TensorFlow starts, so each setting gets processes of its own), timed in turns.
 """
 
 from __future__ import annotations
@@ -557,13 +557,14 @@ THREAD_SETTINGS = {
 def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_sizes: Sequence[int] = (1, 20), *,
                       settings: Mapping[str, Mapping] = THREAD_SETTINGS, repeats: int = 7,
                       timeout_s: float = 300) -> LatencyTable:
-    """Time the one-graph decoder in one live Python process per setting, the settings in turns.
+    """Time the one-graph decoder in two live Python processes per setting, the settings in turns.
 
     A setting may hold ``intra`` and ``inter`` (TensorFlow's two thread pools), ``omp``
     (``OMP_NUM_THREADS``) and ``onednn`` (False sets ``TF_ENABLE_ONEDNN_OPTS=0``).
-    TensorFlow reads all of them when it starts, which is why each runs in its own process; the
-    processes stay alive and are asked in turns, round after round (``processes.Workers``), with a
-    second process of the first setting as the A/A twin that sets the noise floor.
+    TensorFlow reads all of them when it starts, which is why each runs in processes of its own; the
+    processes stay alive and are asked in turns, round after round, each setting's two in rotation
+    (``processes.Workers``), with two more processes of the first setting as the A/A twin that sets the
+    noise floor.
     """
     _check_batch_sizes(words, batch_sizes)
     known = {"intra", "inter", "omp", "onednn"}

@@ -423,13 +423,13 @@ def step_worker(key: str, size: int, batch: int, seed: int, n_images: int) -> xl
 
 def auto_clustering(*, size: int = 28, batch: int = 256, repeats: int = 10, seed: int = 0,
                     n_images: int = MNIST_IMAGES, flags: str = xla.AUTO_JIT_FLAGS) -> bench.Comparison:
-    """The plain tf.function step against the same step auto-clustered, each in its own live process.
+    """The plain tf.function step against the same step auto-clustered, each in live processes of its own.
 
-    Auto-clustering is switched on when TensorFlow starts, so its step needs a process of its own; the
-    step it is compared with runs in a process of its own too, without the flags, and both stay alive
-    while ``processes.Workers`` asks them in turns, ``repeats`` rounds, with a second plain process as
-    the A/A twin that sets the noise floor. ``params["compilations"]`` says how many XLA clusters each
-    compiled.
+    Auto-clustering is switched on when TensorFlow starts, so its step needs processes of its own; the
+    step it is compared with runs in processes of its own too, without the flags (two of each, asked in
+    rotation), and all stay alive while ``processes.Workers`` asks them in turns, ``repeats`` rounds, with
+    two more plain processes as the A/A twin that sets the noise floor. ``params["compilations"]`` says
+    how many XLA clusters each compiled.
     """
     dataset_file(size, n_images, seed)  # written once here, not by each process
     variants = {STEPS["tf_function"]: ({}, {"key": "tf_function"}),

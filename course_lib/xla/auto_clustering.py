@@ -72,10 +72,11 @@ def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repe
     """The plain graph, ``jit_compile=True`` and (unless ``auto`` is False) auto-clustering on one workload.
 
     Auto-clustering is set when TensorFlow starts, so it needs a process of its own; so that no ratio sets
-    a child process against the notebook's warm one, every variant gets a live process of its own
-    (``processes.Workers``, with a second plain-graph process as the A/A twin), asked in turns for
-    ``repeats`` rounds. ``params["compilations"]`` holds how many XLA executables each variant's first call
-    compiled, ``params["start-up (s)"]`` each process's first call (``workload_worker``)."""
+    a child process against the notebook's warm one, every variant gets live processes of its own (two,
+    asked in rotation: ``processes.Workers``, with two more plain-graph processes as the A/A twin), asked
+    in turns for ``repeats`` rounds. ``params["compilations"]`` holds how many XLA executables each
+    variant's first call compiled, ``params["start-up (s)"]`` its first process's first call
+    (``workload_worker``)."""
     variants = {GRAPH: ({}, {}), JIT: ({}, {"jit_compile": True})}
     if auto:
         variants[AUTO] = ({"TF_XLA_FLAGS": flags}, {})
