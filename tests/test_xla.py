@@ -263,7 +263,8 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
                           "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [
-        "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, each in its own live process, in turns",
+        "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, each in two live processes of its own, "
+        "in turns",
         "elementwise chain, n=16", "random numbers, n=16", "random bits, n=16", "Box-Muller, n=16"]
     assert "wrote" in capsys.readouterr().out
 

@@ -437,7 +437,7 @@ def auto_clustering(*, size: int = 28, batch: int = 256, repeats: int = 10, seed
     with processes.Workers("course_lib.models.gan:step_worker", variants,
                            kwargs={"size": size, "batch": batch, "seed": seed, "n_images": n_images}) as workers:
         comparison = workers.compare(repeats=repeats, title=f"auto-clustering, batch {batch}, each variant in "
-                                                            "its own live process, in turns",
+                                                            "two live processes of its own, in turns",
                                      params={"size": size, "batch": batch, "TF_XLA_FLAGS": flags})
         comparison.params["compilations"] = {name: workers.info(name)["compilations"] for name in variants}
     return comparison

@@ -83,7 +83,7 @@ def jit_vs_auto(workload: str = "elementwise chain", n: int = 1_000_000, *, repe
     with processes.Workers("course_lib.xla.auto_clustering:workload_worker", variants,
                            kwargs={"workload": workload, "n": n}) as workers:
         comparison = workers.compare(repeats=repeats, title=f"graph, jit_compile and auto-clustering: {workload}, "
-                                                            f"n={n:,}, each in its own live process, in turns",
+                                                            f"n={n:,}, each in two live processes of its own, in turns",
                                      params={"workload": workload, "n": n,
                                              "TF_XLA_FLAGS": {name: env.get("TF_XLA_FLAGS", "")
                                                               for name, (env, _) in variants.items()}})
