@@ -314,12 +314,12 @@ class Workers:
     worker imports anything. Building may take ``start_timeout`` seconds, each later request
     ``timeout``. Use as a context manager; every process is stopped on exit.
 
-    A process's time is partly its own, set by where its threads and its memory landed: lecture 07's
-    ``jit_compile`` process took 2.4 ms a call in one run and 6.6 ms in the next (docs/performance.md).
-    So each variant gets ``per_variant`` processes (two by default),
-    asked in rotation, one a round: that spread then widens the variant's interval in every run, where
-    one process a variant would move the whole verdict from one run to the next. The baseline gets as
-    many again, its A/A twin, whose ratio to the baseline is the noise floor, process to process.
+    A process's time is partly its own, set by where its threads and its memory landed: one process of a
+    program can take nearly three times as long a call as another (docs/performance.md, lecture 07). So
+    each variant gets ``per_variant`` processes (two by default), asked in rotation, one a round: their
+    spread then widens the variant's interval in every run, where one process a variant would move the
+    whole verdict from one run to the next. The baseline gets as many again, its A/A twin, whose ratio to
+    the baseline is the noise floor, process to process.
 
     If the callable has an ``info()`` method, ``info(name)`` returns what it says (JSON), e.g. how many
     XLA clusters its first call compiled.
