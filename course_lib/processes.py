@@ -302,6 +302,7 @@ def _child_main(folder: str, index: str, n_children: str) -> None:
 # -- Live workers, timed in turns -----------------------------------------------------------------
 
 _TWIN = "A/A"
+_PER_VARIANT = "processes per variant"  # the key of a Workers comparison's params that process_medians reads
 
 
 class Workers:
@@ -442,6 +443,9 @@ class Workers:
         from course_lib import bench
 
         k = self.per_variant
+        # every variant's first process takes this comparison's first request, so its round r goes to
+        # process r % k (what process_medians reads), whatever earlier comparisons left the rotation at
+        self._turn = dict.fromkeys(self._turn, 0)
         first = {name: statistics.median(self.time(name, 1, args) for _ in range(k)) for name in self.names}
         for _ in range(k):
             self.time(_TWIN, 1, args)
@@ -452,7 +456,7 @@ class Workers:
         return bench.compare_timers(timers, first, baseline=self.baseline, repeats=repeats,
                                     twin=lambda: self.time(_TWIN, number, args),
                                     numbers={name: number for name in self.names}, title=title,
-                                    params={**dict(params or {}), "processes per variant": k})
+                                    params={**dict(params or {}), _PER_VARIANT: k})
 
     def close(self) -> None:
         """Stop every worker (and whatever it started); safe to call twice."""
@@ -477,10 +481,10 @@ def process_medians(comparison) -> dict[str, list[float]]:
     comparison ``Workers.compare`` made: its rounds asked the processes in rotation (round ``r`` went to
     process ``r % k``). How far two processes of one program differ is what their pooled rounds put into
     every interval."""
-    k = comparison.params.get("processes per variant")
+    k = comparison.params.get(_PER_VARIANT)
     if not isinstance(k, int):
         raise ValueError("process_medians reads a comparison made by Workers.compare, whose params say how many "
-                         "processes each variant had ('processes per variant'); this one's do not")
+                         f"processes each variant had ({_PER_VARIANT!r}); this one's do not")
     timings = list(comparison.timings) + ([comparison.twin] if comparison.twin is not None else [])
     return {t.name: [statistics.median(t.times_s[j::k]) for j in range(min(k, len(t.times_s)))] for t in timings}
 

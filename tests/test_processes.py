@@ -146,6 +146,16 @@ def test_workers_keep_two_processes_per_variant_and_time_them_in_turns_in_rotati
     assert cmp.verdict("fast").startswith("fast: ")
 
 
+def test_every_comparison_starts_the_rotation_at_each_variants_first_process():
+    # one round a comparison when the variants settle at once: an odd count leaves the rotation mid-way
+    with processes.Workers("test_processes:sleeper", {"slow": ({}, {"seconds": 0.02}),
+                                                      "fast": ({}, {"seconds": 0.001})}) as workers:
+        rounds = [workers.compare(repeats=1, warmup=1).rounds for _ in range(2)]
+        calls = [workers.info("fast", j)["calls"] for j in (0, 1)]
+    # each comparison: every process's first call and warm-up, then round r on process r % 2
+    assert calls == [4 + sum((r + 1) // 2 for r in rounds), 4 + sum(r // 2 for r in rounds)]
+
+
 def test_workers_can_keep_one_process_per_variant():
     with processes.Workers("test_processes:sleeper", {"a": ({}, {"seconds": 0.001})}, per_variant=1) as workers:
         assert len(child_processes()) == 2  # the variant and its twin
