@@ -5,7 +5,8 @@ leading comment lines say what to write. In ``exercises/NN_topic.ipynb`` that ce
 becomes a stub: the same comments, then ``raise NotImplementedError``, tagged
 ``raises-exception`` so the notebook still runs top to bottom. Cells tagged ``check``
 (the checkers) keep their code, but their solved output is cleared, since in the
-exercise they print a hint. Every other cell keeps the solution's executed output,
+exercise they print a hint. Cells tagged ``answer`` (an explanation that gives the answer
+away) stay in the solution only. Every other cell keeps the solution's executed output,
 so a reader sees the set-up results before starting.
 """
 
@@ -51,6 +52,7 @@ def _clear(cell) -> None:
 def exercise_from_solution(solution: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
     """The exercise notebook for one solution notebook."""
     nb = copy.deepcopy(solution)
+    nb.cells = [cell for cell in nb.cells if "answer" not in _tags(cell)]
     n_solutions = 0
     for index, cell in enumerate(nb.cells):
         tags = _tags(cell)

@@ -1,8 +1,9 @@
 """course_lib.benchmarks.nsga3: the NumPy NSGA-III approaches DTLZ2's front, and the command is registered."""
 
 import numpy as np
+import pytest
 
-from course_lib import benchmarks
+from course_lib import benchmarks, evo
 from course_lib.benchmarks import nsga3
 from course_lib.problems import dtlz
 
@@ -17,3 +18,28 @@ def test_the_numpy_nsga3_approaches_the_true_front():
 
 def test_the_command_is_registered():
     assert "nsga3" in benchmarks.commands()
+
+
+def test_igd_is_pymoos_formula_on_the_non_dominated_rows():
+    f = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(nsga3.non_dominated(f), [[0.0, 1.0], [1.0, 0.0]])
+    front = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
+    assert nsga3.igd(nsga3.non_dominated(f), front) == pytest.approx(np.sqrt(0.5) / 3)
+
+
+def test_cases_follow_deb_and_jain_and_bad_ones_are_named():
+    assert nsga3._cases("all") == list(nsga3.GENERATIONS)
+    assert nsga3._cases("1:3,4:5") == [(1, 3), (4, 5)]
+    with pytest.raises(ValueError, match="unknown case '3:8'.*NUMBER:OBJECTIVES"):
+        nsga3._cases("3:8")
+    for m, (partitions, size) in nsga3.SIZES.items():
+        assert size >= evo.nsga3.count(m, partitions)
+
+
+def test_a_short_comparison_reports_the_engine_and_pymoo_when_installed():
+    rows = nsga3.accuracy([(2, 3)], [0], generations_scale=0.01)
+    assert len(rows) == 1 and rows[0]["generations"] == 2 and rows[0]["population"] == 92
+    assert 0 < rows[0]["engine IGD"] < 1
+    assert ("pymoo IGD" in rows[0]) == nsga3.has_pymoo()
+    alone = nsga3.accuracy([(2, 3)], [0], generations_scale=0.01, with_pymoo=False)
+    assert "pymoo IGD" not in alone[0] and alone[0]["engine IGD"] == rows[0]["engine IGD"]

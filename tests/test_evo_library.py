@@ -377,7 +377,7 @@ def test_ten_models_in_a_loop_print_no_retracing_warning():
 # -- docs/engine.md: the examples of these sections run ------------------------------------------------------
 
 DOC_SECTIONS = ("## Ask/tell: a fitness computed outside TensorFlow", "## Saving and loading a model",
-                "## Runtime parameters", "## Metrics, results, budgets and TensorBoard")
+                "## Runtime parameters", "## Editing a compiled model", "## Metrics, results, budgets and TensorBoard")
 
 
 def doc_examples():

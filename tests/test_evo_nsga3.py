@@ -87,10 +87,10 @@ def test_normalization_association_and_niches_match_numpy_on_a_hand_made_pool():
     f = np.concatenate([first, second]).astype(np.float32) + 1.0  # ideal point (1, 1, 1)
     rows = tf.ones([len(f)], tf.bool)
     front = tf.constant(np.arange(len(f)) < len(first))
-    normalized, ideal, intercepts = nsga3.normalize(tf.constant(f), rows, front)
+    normalized, ideal, intercepts, _ = nsga3.normalize(tf.constant(f), rows, front)
     np.testing.assert_allclose(ideal, [1, 1, 1])
     np.testing.assert_allclose(intercepts, [2, 4, 1], rtol=1e-5)  # the plane through the extreme points
-    ref_f, ref_ideal, ref_intercepts = nsga3_numpy.normalize(f.astype(np.float64), np.ones(len(f), bool),
+    ref_f, ref_ideal, ref_intercepts, _ = nsga3_numpy.normalize(f.astype(np.float64), np.ones(len(f), bool),
                                                              np.arange(len(f)) < len(first))
     np.testing.assert_allclose(intercepts, ref_intercepts, rtol=1e-5)
     np.testing.assert_allclose(normalized, ref_f, rtol=1e-5, atol=1e-6)
@@ -114,10 +114,10 @@ def test_a_degenerate_hyperplane_falls_back_to_the_worst_of_the_front():
     t = np.linspace(0, 1, 6)
     f = np.stack([t, 1 - t, 0.5 * np.ones_like(t) + t * 0], 1).astype(np.float32)
     f[:, 2] = 2.0  # a constant third objective: zero range
-    _, ideal, intercepts = nsga3.normalize(tf.constant(f), tf.ones([6], tf.bool), tf.ones([6], tf.bool))
+    _, ideal, intercepts, _ = nsga3.normalize(tf.constant(f), tf.ones([6], tf.bool), tf.ones([6], tf.bool))
     np.testing.assert_allclose(ideal, [0, 0, 2])
-    np.testing.assert_allclose(intercepts, [1, 1, 1e-10])
-    _, _, ref = nsga3_numpy.normalize(f.astype(np.float64), np.ones(6, bool), np.ones(6, bool))
+    np.testing.assert_allclose(intercepts, [1, 1, nsga3.ZERO_RANGE])
+    _, _, ref, _ = nsga3_numpy.normalize(f.astype(np.float64), np.ones(6, bool), np.ones(6, bool))
     np.testing.assert_allclose(intercepts, ref)
 
 
@@ -146,6 +146,82 @@ def test_random_ties_come_from_the_key():
         np.testing.assert_array_equal(got, again)
         picks.add(tuple(sorted(got[2:].tolist())))
     assert len(picks) > 1
+
+
+def carried_pair(f, v, n, directions, state, seed=0, eliminate_duplicates=False):
+    """The engine's (rows, next state) and the NumPy reference's ``Selected`` on one pool and state."""
+    values = tf.constant(np.concatenate([f, v[:, None]], 1), tf.float32)
+    key = rng.key(seed)
+    rows, after = nsga3.survivors_and_state(values, (-1.0,) * f.shape[1], key, n, directions,
+                                            tf.constant(state, tf.float32), eliminate_duplicates)
+    words = rng.bits(key, Rows.all(len(f)), (2,)).numpy().astype(np.int64)
+    ref = nsga3_numpy.survivors(np.asarray(f, np.float32), v, n, directions, words, state, eliminate_duplicates)
+    return rows.numpy(), after.numpy(), ref
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_the_reference_and_the_engine_carry_the_same_state_and_choose_the_same_survivors(case):
+    """Three generations of random pools drifting towards the origin, each with the state the previous one
+    left: the engine's survivors and state are the NumPy reference's at every step."""
+    r = np.random.default_rng(100 + case)
+    m = (2, 3, 5, 8)[case % 4]
+    p = int(r.integers(20, 60))
+    n = p // 2
+    d = nsga3.reference_directions(m, nsga3.default_partitions(m, n))
+    state = nsga3.initial_state(m)
+    for step in range(3):
+        f = (r.random((p, m)) * (1.5 - 0.4 * step) + r.random((1, m))).astype(np.float32)
+        if case % 2:
+            f[r.random(p) < 0.2] = f[0]  # duplicates
+        v = np.where(r.random(p) < 0.2, r.random(p), 0.0).astype(np.float32) if case % 3 == 0 else \
+            np.zeros(p, np.float32)
+        rows, after, ref = carried_pair(f, v, n, d, state, seed=case * 10 + step, eliminate_duplicates=case % 2 == 1)
+        np.testing.assert_array_equal(rows, ref.rows)
+        np.testing.assert_allclose(after, ref.state, rtol=1e-6)
+        ok = v == 0
+        np.testing.assert_array_equal(after[0], np.minimum(state[0], f[ok].min(axis=0)))  # the ideal point so far
+        np.testing.assert_array_equal(after[1], np.maximum(state[1], f[ok].max(axis=0)))  # the worst so far
+        state = after
+
+
+def test_extreme_points_of_earlier_generations_are_kept():
+    """A pool that lost the ends of the front still normalizes by the earlier extreme points: the
+    intercepts stay those of the first pool instead of shrinking to the middle of the front."""
+    ends = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    middle = np.array([[0.4, 0.3, 0.3], [0.3, 0.4, 0.3], [0.3, 0.3, 0.4], [0.5, 0.5, 0.0]])
+    first = np.concatenate([ends, middle]).astype(np.float32)
+    rows = tf.ones([len(first)], tf.bool)
+    _, _, scale, state = nsga3.normalize(tf.constant(first), rows, rows)
+    np.testing.assert_allclose(scale, [1, 1, 1], rtol=1e-6)
+    later = tf.constant(middle.astype(np.float32))
+    mid_rows = tf.ones([len(middle)], tf.bool)
+    _, ideal, scale, after = nsga3.normalize(later, mid_rows, mid_rows, state)
+    np.testing.assert_allclose(ideal, [0, 0, 0])
+    np.testing.assert_allclose(scale, [1, 1, 1], rtol=1e-6)
+    np.testing.assert_array_equal(after[2:], ends)
+    _, fresh_ideal, _, _ = nsga3.normalize(later, mid_rows, mid_rows)
+    np.testing.assert_allclose(fresh_ideal, [0.3, 0.3, 0])  # without the state: the middle's ideal point
+
+
+def test_duplicates_survive_only_when_the_distinct_rows_run_out():
+    """Two objectives: a front of 4 distinct points, each twice, and 4 dominated points. With elimination the
+    4 survivors beside the front are the dominated points, not the copies."""
+    front = np.array([[0.0, 1.0], [0.3, 0.6], [0.6, 0.3], [1.0, 0.0]])
+    f = np.concatenate([front, front, front + 0.5]).astype(np.float32)
+    d = nsga3.reference_directions(2, 3)
+    state = nsga3.initial_state(2)
+    rows, _, ref = carried_pair(f, np.zeros(12, np.float32), 8, d, state, eliminate_duplicates=True)
+    np.testing.assert_array_equal(rows, ref.rows)
+    assert sorted(rows.tolist()) == [0, 1, 2, 3, 8, 9, 10, 11]
+    rows, _, ref = carried_pair(f, np.zeros(12, np.float32), 8, d, state)
+    np.testing.assert_array_equal(rows, ref.rows)
+    assert sorted(rows.tolist()) == list(range(8))  # without it the copies are the first front
+    all_same = np.zeros((6, 2), np.float32)
+    rows, _, ref = carried_pair(all_same, np.zeros(6, np.float32), 3, d, state, eliminate_duplicates=True)
+    np.testing.assert_array_equal(rows, ref.rows)
+    assert 0 in rows.tolist() and len(set(rows.tolist())) == 3  # copies fill the places the distinct row cannot
+    dup = nsga3.duplicates(tf.constant([[0.0, 1.0], [-0.0, 1.0], [0.0, 1.0]]), tf.constant([0.0, 0.0, 0.5]))
+    assert dup.numpy().tolist() == [False, True, False]
 
 
 @pytest.mark.slow
@@ -199,6 +275,38 @@ def test_runs_are_the_same_after_resume_in_batches_and_in_chunks(tmp_path):
     assert same(model.evolve(generations=8, resume_from=path), whole)
     assert same(model.evolve(POP, generations=8, batch_size=16), whole)
     assert same(model.evolve(POP, generations=8, chunk=3), whole)
+
+
+@pytest.mark.parametrize("eliminate_duplicates", [False, True])
+def test_the_carried_state_is_the_same_after_resume_and_in_batches(tmp_path, eliminate_duplicates):
+    model = nsga3_model(selection=evo.selection.NSGA3(eliminate_duplicates=eliminate_duplicates))
+
+    def state_after(name, **kwargs):
+        path = tmp_path / f"{name}.npz"
+        model.evolve(generations=8, callbacks=[evo.callbacks.Checkpoint(path, every=4)], **kwargs)
+        return dict(np.load(path))
+
+    whole = state_after("whole", population=POP)
+    assert whole["selection_state"].shape == (6, 4) and np.all(np.isfinite(whole["selection_state"]))
+    half = tmp_path / "half.npz"
+    model.evolve(POP, generations=4, callbacks=[evo.callbacks.Checkpoint(half, every=4)])
+    assert not np.array_equal(np.load(half)["selection_state"], whole["selection_state"])
+    resumed = state_after("resumed", resume_from=half)
+    batched = state_after("batched", population=POP, batch_size=16)
+    for other in (resumed, batched):
+        np.testing.assert_array_equal(other["selection_state"], whole["selection_state"])
+        np.testing.assert_array_equal(other["population"], whole["population"])
+
+
+def test_a_checkpoint_without_the_selection_state_is_refused(tmp_path):
+    model = nsga3_model()
+    path = tmp_path / "run.npz"
+    model.evolve(POP, generations=2, callbacks=[evo.callbacks.Checkpoint(path, every=2)])
+    saved = dict(np.load(path))
+    del saved["selection_state"]
+    np.savez(path, **saved)
+    with pytest.raises(ValueError, match="no selection state"):
+        model.evolve(generations=4, resume_from=path)
 
 
 def test_early_stopping_on_an_igd_target_stops_when_igd_drops_below_it():
@@ -266,3 +374,12 @@ def test_nan_objectives_never_reach_the_front():
     fitness = evo.fitness.Objectives(sometimes_nan, ("min",) * 4, reference_front=PROBLEM.front)
     result = nsga3_model(fitness=fitness).evolve(POP, generations=6)
     assert np.all(np.isfinite(result.front.objectives)) and np.all(result.front.genomes[:, 0] <= 0.8)
+
+
+def test_eliminate_duplicates_is_a_checked_flag_kept_in_the_config():
+    on = evo.selection.NSGA3(partitions=4, eliminate_duplicates=True)
+    assert on.config() == {"partitions": 4, "directions": None, "eliminate_duplicates": True}
+    assert "eliminate_duplicates" not in evo.selection.NSGA3().config()  # off: the config as before
+    assert type(on)(**on.config()).eliminate_duplicates
+    with pytest.raises(ValueError, match="eliminate_duplicates must be True or False"):
+        evo.selection.NSGA3(eliminate_duplicates=1)

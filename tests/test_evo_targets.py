@@ -25,7 +25,7 @@ N, L, GENERATIONS = 16, 32, 3
 # a local search's rounds (static trip count), Fisher-Yates over every position (static trip count),
 # NSGA-II's fronts (data-dependent, essential, bounded by the pool's size).
 # (NSGA-II ranks one objective by two sorts: no loop there.)
-BOUNDED_LOOPS = {"TwoOpt": 1, "OrOpt": 1, "ShuffleMutation": 1}
+BOUNDED_LOOPS = {"TwoOpt": 1, "OrOpt": 1, "ShuffleMutation": 1, "SharedEdgeCrossover": 1}
 
 HOST_TRANSFER = re.compile(r"\b(send|recv|send-done|recv-done|infeed|outfeed)\(|custom_call_target=\"[^\"]*[Hh]ost")
 

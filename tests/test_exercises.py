@@ -34,6 +34,16 @@ def test_checker_output_cleared_and_unchecked_other_outputs_kept():
     assert ex.cells[1].outputs[0]["text"] == "set up\n"
 
 
+def test_an_explanation_tagged_answer_stays_in_the_solution_only():
+    nb = solution_nb()
+    explanation = nbformat.v4.new_markdown_cell("y is 4: x squared")
+    explanation.metadata["tags"] = ["answer"]
+    nb.cells.append(explanation)
+    ex = exercises.exercise_from_solution(nb)
+    assert len(ex.cells) == 4 and all("answer" not in cell.metadata.get("tags", []) for cell in ex.cells)
+    assert nb.cells[-1].source == "y is 4: x squared"
+
+
 def test_bad_solutions_are_named():
     nb = solution_nb()
     nb.cells[2].source = "y = x ** 2"

@@ -227,3 +227,38 @@ def test_time_to_quality_verdicts_read_a_ga_that_stopped_short_as_a_lower_bound(
     ga, memetic = app.time_to_quality_verdicts(comparison, found).sentences
     assert ga.startswith("GA: at least 50") and "lower bound" in ga and "200 generations" in ga
     assert memetic == comparison.verdict("memetic GA")
+
+
+def test_readings_report_the_compile_its_overrun_and_which_method_won():
+    tour = np.arange(5)
+    model = object()  # a GA's trace holds its model; the readings only ask whether there is one
+    local = app.Trace("local search", [0.1, 0.5], [10.0, 9.0], tour, "2 descents", 0.5)
+    cold = app.Trace("memetic GA", [0.5, 4.5, 5.0], [11.0, 9.5, 9.2], tour, "4 generations of 4", 5.0,
+                     model=model, compile_s=3.5)
+    warm = app.Trace("memetic GA, compiled", [0.1, 1.0, 2.0], [11.0, 9.1, 8.5], tour, "9 generations of 4", 3.0,
+                     model=model)
+    traces = {"local search": local, "memetic GA": cold, "memetic GA, compiled": warm}
+    text = app.time_to_quality_reading("5 cities", traces, 3.0)
+    assert "the memetic GA compiled for 3.5 s and ended its first generations at 4.5 s, 1.5 s past the budget" in text
+    assert "the memetic GA did not match the local search within 3 s" in text
+    assert "the memetic GA's best tour with its programs already compiled was 5.6% shorter (8.500)" in text
+    won = app.time_to_quality_conclusion({"5 cities": traces}, [3.0])
+    assert won == ("5 cities: the local search won within 3 s; with its programs already compiled the memetic GA "
+                   "went below it after 2.0 s, so compiling (3.5 s) is what it lost by.")
+    lost = app.time_to_quality_conclusion({"5 cities": traces}, [1.5])
+    assert lost.startswith("5 cities: the local search won: the memetic GA did not go below its best tour within 1.5 s")
+    cold.lengths[-1] = 8.0
+    assert "the memetic GA went below the local search, after 5.0 s" in app.time_to_quality_conclusion(
+        {"5 cities": traces}, [6.0])
+    assert "went below" not in app.time_to_quality_conclusion({"5 cities": {"local search": local,
+                                                                            "memetic GA": cold}}, [3.0])
+
+
+def test_time_to_quality_runs_the_methods_asked_for_and_reruns_compiled():
+    xy = app.cities("random", 12, seed=3)
+    traces = app.time_to_quality(xy, 0.2, memetic_population=4, methods=("memetic GA",), compiled=["memetic GA"])
+    assert list(traces) == ["memetic GA", "memetic GA, compiled"]
+    assert traces["memetic GA"].compile_s is not None and traces["memetic GA"].compile_s >= 0
+    assert traces["memetic GA, compiled"].model is traces["memetic GA"].model
+    with pytest.raises(ValueError, match="methods must name some of"):
+        app.time_to_quality(xy, 0.2, methods=("2-opt",))

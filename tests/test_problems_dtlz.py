@@ -15,6 +15,45 @@ from course_lib.problems import dtlz, nsga3_numpy
 pytestmark = pytest.mark.timeout(120)
 
 
+def _box_points(problem, rng):
+    """Random points of the unit box, every corner of the position variables with the distance variables
+    at 0, 1/2 or 1, and single variables at a bound."""
+    n, m = problem.variables, problem.objectives
+    corners = np.array(np.meshgrid(*[[0.0, 1.0]] * (m - 1), indexing="ij")).reshape(m - 1, -1).T
+    rows = [rng.random((200, n))]
+    for z in (0.0, 0.5, 1.0):
+        rows.append(np.concatenate([corners, np.full((len(corners), n - m + 1), z)], 1))
+    for bound in (0.0, 1.0):
+        single = np.tile(rng.random(n), (n, 1))
+        single[np.arange(n), np.arange(n)] = bound
+        rows.append(single)
+        rows.append(np.full((1, n), bound))
+    return np.concatenate(rows)
+
+
+@pytest.mark.parametrize("number", dtlz.NUMBERS)
+@pytest.mark.parametrize("m", [2, 3, 5, 8, 10])
+def test_no_objective_is_negative_anywhere_in_the_box_bounds_included(number, m):
+    """float32 cos(pi/2) is below 0: unclamped, a point at x_i = 1 would have objectives just below 0."""
+    problem = dtlz.dtlz(number, m)
+    x = _box_points(problem, np.random.default_rng(number * 100 + m))
+    engine = problem.fitness(tf.constant(x, tf.float32)).numpy()
+    assert engine.shape == (len(x), m + 1)
+    assert np.all(engine[:, :m] >= 0.0)
+    assert np.all(problem.numpy(x) >= 0.0)
+
+
+def test_a_point_at_the_upper_bound_is_dominated_by_its_projection_on_the_front():
+    problem = dtlz.dtlz(2, 3)
+    x = np.full((2, problem.variables), 0.5)
+    x[:, 0] = 1.0
+    x[1, 2:] = 1.0
+    f = problem.fitness(tf.constant(x, tf.float32)).numpy()[:, :3]
+    np.testing.assert_array_equal(f[:, :2], 0.0)
+    g, v = evo.pareto.minimise_space(tf.constant(np.c_[f, np.zeros(2)], tf.float32), (-1.0,) * 3)
+    np.testing.assert_array_equal(evo.pareto.ranks(g, v).numpy(), [0, 1])
+
+
 @pytest.mark.parametrize("number", dtlz.NUMBERS)
 @pytest.mark.parametrize("m", [2, 3, 5, 8, 10])
 def test_points_with_centred_distance_variables_lie_on_the_front(number, m):
@@ -67,3 +106,15 @@ def test_the_numpy_fronts_are_the_engines():
 def test_bad_problems_raise_clear_errors(args, match):
     with pytest.raises(ValueError, match=match):
         dtlz.dtlz(*args)
+
+
+@pytest.mark.parametrize("number", [1, 3])
+def test_the_multimodal_distance_is_accurate_in_float32_near_the_front(number):
+    """g = 100 sum(d² + 2 sin²(10 pi d)) has no cancellation: near the front the float32 objectives match
+    float64 to a few 1e-6, where k + sum(d² - cos(20 pi d)) would round g to steps of about 1e-4."""
+    problem = dtlz.dtlz(number, 3)
+    r = np.random.default_rng(number)
+    x = r.random((200, problem.variables)).astype(np.float32)
+    x[:, 2:] = (0.5 + r.normal(0, 1e-4, (200, problem.variables - 2))).astype(np.float32)
+    engine = problem.fitness(tf.constant(x)).numpy()[:, :3]
+    np.testing.assert_allclose(engine, problem.numpy(x.astype(np.float64)), rtol=0, atol=5e-6)

@@ -105,3 +105,14 @@ def test_neighbour_list_two_opt_and_or_opt_never_lengthen_and_end_at_their_optim
         assert tsp.is_tour(moved, 60) and tsp.tour_length(moved, d) <= tsp.tour_length(quick, d) + 1e-12
         np.testing.assert_array_equal(tsp.or_opt(moved, d, nearest=nearest), moved)
         assert len(tsp.two_opt(start, d, nearest=nearest, max_moves=3)) == 60
+
+
+def test_lkh_tour_is_a_tour_no_longer_than_a_local_optimum():
+    pytest.importorskip("elkai")
+    xy = tsp.cities("random", 40, seed=1001)
+    d = tsp.distance_matrix(xy)
+    tour = tsp.lkh_tour(xy)
+    assert tsp.is_tour(tour, 40)
+    assert tsp.tour_length(tour, d) <= tsp.tour_length(tsp.local_search(tsp.nearest_neighbour_tour(d), d), d) + 1e-9
+    with pytest.raises(ValueError, match="coordinates"):
+        tsp.lkh_tour(np.zeros((5, 3)))

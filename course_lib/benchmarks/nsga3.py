@@ -1,51 +1,129 @@
-"""``course bench nsga3``: NSGA-III compiled whole on DTLZ problems with 5 and 8 objectives.
+"""``course bench nsga3``: NSGA-III compiled whole on DTLZ1-4, beside pymoo's NSGA-III when it is installed.
 
-In one run: the IGD of the final front against the true front on DTLZ1 (5 objectives) and DTLZ2
-(5 and 8), per seed, with Deb and Jain's settings, next to the values their paper reports;
-generations per second of the engine (XLA) and of a NumPy NSGA-III (the same algorithm: random
-mates, simulated binary crossover, polynomial mutation, ``problems.nsga3_numpy.survivors``) at
-large populations; and the survivor selection alone, compiled against NumPy, against the pool.
+In one run: the median IGD over seeds of the engine's final population, and of pymoo's (``pip install
+pymoo``, or the project's ``bench`` extra) run on the same settings, with generations per second of
+each; generations per second of the engine (XLA) and of a NumPy NSGA-III (the same algorithm: random
+mates, simulated binary crossover, polynomial mutation, ``problems.nsga3_numpy.survivors``) at large
+populations; and the survivor selection alone, compiled against NumPy, against the pool.
 
 Settings, from Deb and Jain, "An evolutionary many-objective optimization algorithm using
 reference-point-based nondominated sorting approach, part I", IEEE Transactions on Evolutionary
-Computation 18(4), 2014 (Tables I-III): population 212 (210 directions, p = 6) for 5 objectives and
-156 (two layers, p = 3 and 2) for 8; 600 generations for DTLZ1 with 5 objectives, 350 and 500 for
-DTLZ2 with 5 and 8; SBX with eta 30 and probability 1, polynomial mutation with eta 20 and rate
-1 / n; k = 5 (DTLZ1), 10 (DTLZ2); IGD against the points where the directions meet the true front.
+Computation 18(4), 2014 (Tables I-III), the same for both: k = 5 distance variables for DTLZ1 and 10
+for DTLZ2-4 (pymoo is told ``n_var``); Das-Dennis directions, p = 12 for 3 objectives (91, population
+92), 6 for 5 (210, population 212), two layers (3, 2) for 8 (156, population 156) and 10 (275,
+population 276), and 99 for 2 objectives (100 directions, population 100); their generations; SBX with
+eta 30, probability 1 and each variable crossed with probability 1/2, polynomial mutation with eta 20
+and rate 1 / n (pymoo's NSGA-III defaults: ``SBX(eta=30, prob=1.0)``, ``PM(eta=20)``). Both start from
+a uniform random population of the seed. pymoo's NSGA-III eliminates duplicate children (in decision
+space) by default; the engine runs ``NSGA3(eliminate_duplicates=True)`` (objective space) to match,
+unless ``--keep-duplicates``. IGD is pymoo's indicator (the same formula in NumPy without
+pymoo) of the non-dominated rows of the final population, their decision variables evaluated again in
+float64 (``Dtlz.numpy``), against the points where the directions meet the true front.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
+
+import numpy as np
 
 from course_lib import bench, evo
 from course_lib.lessons.multiobjective import selection_speed
 from course_lib.problems import dtlz
 from course_lib.problems.nsga3_numpy import numpy_nsga3
 
-# (DTLZ number, objectives) -> (population, generations, the paper's NSGA-III IGD best, median, worst)
-PAPER = {
-    (1, 5): (212, 600, (5.116e-4, 9.799e-4, 1.979e-3)),
-    (2, 5): (212, 350, (4.254e-3, 4.982e-3, 5.862e-3)),
-    (2, 8): (156, 500, (1.371e-2, 1.571e-2, 1.811e-2)),
-}
+# objectives -> (Das-Dennis partitions, population), Deb and Jain's (99 partitions: 100 directions for 2)
+SIZES = {2: (99, 100), 3: (12, 92), 5: (6, 212), 8: ((3, 2), 156), 10: ((3, 2), 276)}
+# (DTLZ number, objectives) -> generations, Deb and Jain's (2 objectives: as few as for 3)
+GENERATIONS = {(1, 2): 400, (1, 3): 400, (1, 5): 600, (1, 8): 750, (1, 10): 1000,
+               (2, 2): 250, (2, 3): 250, (2, 5): 350, (2, 8): 500, (2, 10): 750,
+               (3, 3): 1000, (3, 5): 1000, (4, 3): 600, (4, 5): 1000}
+ETA_C, ETA_M = 30.0, 20.0
 
 
-def accuracy(seeds, generations_scale: float = 1.0) -> list[dict]:
-    """Final IGD per (problem, seed) with the paper's population and (scaled) generations."""
+def has_pymoo() -> bool:
+    return importlib.util.find_spec("pymoo") is not None
+
+
+def non_dominated(f: np.ndarray) -> np.ndarray:
+    """The rows of f (P, M) (minimised) that no row dominates, duplicates kept once."""
+    f = np.unique(f, axis=0)
+    beaten = np.any(np.all(f[:, None] <= f[None], axis=2) & np.any(f[:, None] < f[None], axis=2), axis=0)
+    return f[~beaten]
+
+
+def igd(points: np.ndarray, front: np.ndarray) -> float:
+    """IGD of points (P, M) against front (K, M): pymoo's indicator when installed, the same mean distance
+    from each front point to its nearest point otherwise."""
+    if has_pymoo():
+        from pymoo.indicators.igd import IGD
+        return float(IGD(front)(points))
+    return float(np.mean(np.min(np.linalg.norm(front[:, None] - points[None], axis=2), axis=1)))
+
+
+def engine_model(problem: dtlz.Dtlz, directions: np.ndarray, eliminate_duplicates: bool) -> evo.Model:
+    """The engine's NSGA-III on ``problem`` under XLA with pymoo's variation settings."""
+    selection = evo.selection.NSGA3(directions=directions, eliminate_duplicates=eliminate_duplicates)
+    return dtlz.model(problem, selection, mode="xla", eta_c=ETA_C, eta_m=ETA_M)
+
+
+def engine_run(model: evo.Model, problem: dtlz.Dtlz, size: int, generations: int,
+               seed: int) -> tuple[np.ndarray, float]:
+    """(final population, generations per second) of ``model`` compiled again with ``seed`` (which keeps its
+    programs); the rate is of a second, identical call, so that it leaves out the first call's compile."""
+    model.compile(fitness=model.fitness, selection=model.selection, mode="xla", seed=seed)
+    start = dtlz.start(problem, size, seed)
+    result = model.evolve(start, generations=generations)
+    began = time.perf_counter()
+    model.evolve(start, generations=generations)
+    return result.population, generations / (time.perf_counter() - began)
+
+
+def pymoo_run(problem: dtlz.Dtlz, directions: np.ndarray, size: int, generations: int,
+              seed: int) -> tuple[np.ndarray, float]:
+    """(final population, generations per second) of pymoo's NSGA-III with its defaults (SBX eta 30,
+    probability 1; polynomial mutation eta 20, rate 1 / n; duplicates eliminated)."""
+    from pymoo.algorithms.moo.nsga3 import NSGA3
+    from pymoo.optimize import minimize
+    from pymoo.problems import get_problem
+
+    target = get_problem(f"dtlz{problem.number}", n_var=problem.variables, n_obj=problem.objectives)
+    start = time.perf_counter()
+    result = minimize(target, NSGA3(directions, pop_size=size), ("n_gen", generations), seed=seed, verbose=False)
+    return result.pop.get("X"), generations / (time.perf_counter() - start)
+
+
+def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates: bool = True,
+             with_pymoo: bool = True) -> list[dict]:
+    """One row per (problem, objectives): the median final IGD over ``seeds`` of the engine and (when
+    ``with_pymoo`` and it is installed) of pymoo on the same settings, and median generations per second.
+    ``eliminate_duplicates``: the engine's ``NSGA3(eliminate_duplicates=)``; pymoo's NSGA-III eliminates
+    duplicates by default, so True is the same setting."""
     rows = []
-    for (number, m), (size, generations, paper) in PAPER.items():
-        problem = dtlz.dtlz(number, m)
-        gens = max(1, round(generations * generations_scale))
-        for seed in seeds:
-            model = dtlz.model(problem, evo.selection.NSGA3(), mode="xla", seed=seed)
-            start = time.perf_counter()
-            result = model.evolve(dtlz.start(problem, size, seed), generations=gens)
-            rows.append({"problem": f"DTLZ{number}", "objectives": m, "population": size, "generations": gens,
-                         "seed": seed, "igd": result.front.igd, "paper median": paper[1],
-                         "front size": len(result.front), "seconds with compile": time.perf_counter() - start})
-            print("  " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
-                  flush=True)
+    for number, m in cases:
+        partitions, size = SIZES[m]
+        problem = dtlz.dtlz(number, m, partitions=partitions)
+        directions = evo.nsga3.reference_directions(m, partitions)
+        gens = max(1, round(GENERATIONS[number, m] * generations_scale))
+        model = engine_model(problem, directions, eliminate_duplicates)
+        runners = {"engine": lambda seed: engine_run(model, problem, size, gens, seed)}
+        if with_pymoo and has_pymoo():
+            runners["pymoo"] = lambda seed: pymoo_run(problem, directions, size, gens, seed)
+        row = {"problem": f"DTLZ{number}", "objectives": m, "population": size, "generations": gens,
+               "seeds": len(seeds)}
+        for name, run in runners.items():
+            igds, rates = [], []
+            for seed in seeds:
+                x, rate = run(seed)
+                igds.append(igd(non_dominated(problem.numpy(x)), problem.front))
+                rates.append(rate)
+                print(f"  DTLZ{number} M={m} {name} seed {seed}: IGD {igds[-1]:.4g}, {rate:.4g} gen/s", flush=True)
+            row[f"{name} IGD"], row[f"{name} gen/s"] = float(np.median(igds)), float(np.median(rates))
+        if "pymoo IGD" in row:
+            row["IGD engine / pymoo"] = row["engine IGD"] / row["pymoo IGD"]
+            row["speed engine / pymoo"] = row["engine gen/s"] / row["pymoo gen/s"]
+        rows.append(row)
     return rows
 
 
@@ -74,26 +152,57 @@ def _print_rows(title: str, rows: list[dict]) -> None:
     print(bench.text_table_of(rows, ".4g"), end="\n\n")
 
 
+def _cases(text: str) -> list[tuple[int, int]]:
+    if text == "all":
+        return list(GENERATIONS)
+    out = []
+    for item in text.split(","):
+        number, _, m = item.partition(":")
+        if not number.isdigit() or not m.isdigit() or (int(number), int(m)) not in GENERATIONS:
+            raise ValueError(f"unknown case {item!r}: give NUMBER:OBJECTIVES pairs among "
+                             f"{', '.join(f'{a}:{b}' for a, b in GENERATIONS)}, or 'all'")
+        out.append((int(number), int(m)))
+    return out
+
+
+def _check(args) -> str | None:
+    try:
+        _cases(args.cases)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 @bench.command(
-    "nsga3", repeats=3,
-    quick={"seeds": "0", "generations_scale": 0.02, "sizes": "256", "generations": 5, "numpy_generations": 1,
-           "pools": "256,512", "repeats": 1},
+    "nsga3", repeats=3, check=_check,
+    quick={"seeds": "0", "cases": "2:3", "generations_scale": 0.04, "sizes": "256", "generations": 5,
+           "numpy_generations": 1, "pools": "256,512", "repeats": 1},
     options={
-        "--seeds": dict(default="0,1,2", help="seeds of the IGD runs"),
+        "--seeds": dict(default="0,1,2,3,4", help="seeds of the IGD runs (the median is reported)"),
+        "--cases": dict(default="all", help="DTLZ NUMBER:OBJECTIVES pairs, comma-separated, or 'all'"),
         "--generations-scale": dict(type=float, default=1.0,
-                                    help="fraction of the paper's generations the IGD runs use"),
-        "--sizes": dict(default="1000,4000", help="populations of the generations-per-second comparison"),
+                                    help="fraction of Deb and Jain's generations the IGD runs use"),
+        "--keep-duplicates": dict(action="store_true",
+                                  help="the engine's NSGA3() keeps duplicates (pymoo, as run here, eliminates them)"),
+        "--no-pymoo": dict(action="store_true", help="leave pymoo out even when it is installed"),
+        "--sizes": dict(default="1000,4000", help="populations of the generations-per-second comparison ('' for none)"),
         "--generations": dict(type=int, default=20, help="engine generations per timed call"),
         "--numpy-generations": dict(type=int, default=2, help="NumPy NSGA-III generations per timed call"),
-        "--pools": dict(default="500,1000,2000,4000", help="pool sizes of the selection-alone timing"),
+        "--pools": dict(default="500,1000,2000,4000", help="pool sizes of the selection-alone timing ('' for none)"),
     })
 def bench_nsga3(args) -> bench.Report:
-    """``course bench nsga3``: IGD of NSGA-III on DTLZ1 (5 objectives) and DTLZ2 (5, 8) against Deb and Jain's
-    figures, generations per second against a NumPy NSGA-III, and the selection alone against the pool."""
-    finals = accuracy([int(s) for s in args.seeds.split(",")], args.generations_scale)
-    _print_rows("final IGD against the true front (Deb and Jain's settings)", finals)
-    rates = speed([int(s) for s in args.sizes.split(",")], args.generations, args.repeats, args.numpy_generations)
-    _print_rows("generations per second, DTLZ2 with 5 objectives", rates)
-    selection = selection_speed([int(s) for s in args.pools.split(",")], args.repeats)
-    _print_rows("NSGA-III selection alone, DTLZ2 with 5 objectives (half the pool kept)", selection)
+    """``course bench nsga3``: median IGD of NSGA-III on DTLZ1-4 beside pymoo's (when installed) on Deb and
+    Jain's settings, generations per second against a NumPy NSGA-III, and the selection alone against the pool."""
+    if not args.no_pymoo and not has_pymoo():
+        print("pymoo is not installed (pip install pymoo): the engine's IGD alone\n")
+    finals = accuracy(_cases(args.cases), [int(s) for s in args.seeds.split(",")], args.generations_scale,
+                      not args.keep_duplicates, not args.no_pymoo)
+    _print_rows("median final IGD against the true front (Deb and Jain's settings)", finals)
+    rates = speed([int(s) for s in args.sizes.split(",")], args.generations, args.repeats,
+                  args.numpy_generations) if args.sizes else []
+    if rates:
+        _print_rows("generations per second, DTLZ2 with 5 objectives", rates)
+    selection = selection_speed([int(s) for s in args.pools.split(",")], args.repeats) if args.pools else []
+    if selection:
+        _print_rows("NSGA-III selection alone, DTLZ2 with 5 objectives (half the pool kept)", selection)
     return bench.Report([], {"final": finals, "speed": rates, "selection": selection})

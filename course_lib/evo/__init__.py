@@ -10,8 +10,9 @@ compiled with XLA as a whole (many generations per call).
                   mode="xla", seed=0)
     result = model.evolve(evo.population.random_integers((4096, 1024), 0, 2, seed=0), generations=200)
 
-``evo.neuro`` (networks as genomes) imports Keras, so it is imported when first asked for:
-the engine itself imports TensorFlow and NumPy only.
+``evo.neuro`` (networks as genomes) uses Keras, so it is imported when first asked for: the engine
+itself imports TensorFlow and NumPy only, and adds no Keras module to those ``import tensorflow``
+loads (which, with Keras installed, include Keras itself: TensorFlow imports it).
 """
 
 import importlib
@@ -29,6 +30,6 @@ __all__ = ["Input", "Model", "Result", "AskTell", "load_model", "save_model", "o
 
 
 def __getattr__(name):
-    if name == "neuro":  # PEP 562: Keras is imported only by a program that uses neuroevolution
+    if name == "neuro":  # PEP 562: imported only by a program that uses neuroevolution
         return importlib.import_module(f"{__name__}.neuro")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import engine, fusion, pareto
-from course_lib.evo.executors import Generation, State, compiler, pool_size
+from course_lib.evo.executors import Generation, State, compiler, pool_size, saved_selection
 from course_lib.evo.result import Result
 
 EXECUTOR = "ask/tell"
@@ -154,7 +154,8 @@ class AskTell:
         keys = self.model.history_keys()
         return {"population": state.population.numpy(), "fitness": state.fitness.numpy(),
                 "best": state.best.numpy(), "best_fitness": np.float32(state.best_fitness),
-                "stale": np.int32(state.stale), "generation": np.int64(self.generation),
+                "stale": np.int32(state.stale), "selection_state": state.selection.numpy(),
+                "generation": np.int64(self.generation),
                 "history": np.array([self.history[k] for k in keys], np.float64).reshape(len(keys), -1),
                 "signature": np.str_(self.model.signature(self.n, EXECUTOR)), "mode": np.str_(self.mode)}
 
@@ -169,7 +170,8 @@ class AskTell:
                              f"fitness, selection, seed or population size differ):\n{saved.get('signature')}\n"
                              f"this model:\n{mine}")
         self._state = State(self._genes, tf.constant(saved["fitness"]), tf.constant(saved["best"]),
-                            tf.constant(saved["best_fitness"], tf.float32), tf.constant(saved["stale"], tf.int32))
+                            tf.constant(saved["best_fitness"], tf.float32), tf.constant(saved["stale"], tf.int32),
+                            saved_selection(saved, self._program.gen.initial_selection()))
         self.generation = int(saved["generation"])
         self.history = {k: saved["history"][i].tolist() for i, k in enumerate(self.model.history_keys())}
 

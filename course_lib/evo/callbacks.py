@@ -122,7 +122,8 @@ class EarlyStopping(Callback):
     the evaluation budget (the first population's evaluations, then each generation's children,
     counted from the start of this ``evolve`` call) sets where the run's last chunk ends.
     ``stopped_generation`` is the generation at which one of these stopped the run (None when the
-    run went on to ``generations``, or another callback stopped it).
+    run went on to ``generations``, or another callback stopped it): the generation the run started
+    from (0) when the budget does not cover one generation after the first population.
     """
 
     def __init__(self, target: float | None = None, patience: int | None = None,
@@ -138,9 +139,12 @@ class EarlyStopping(Callback):
         self.stopped_generation: int | None = None
 
     def on_chunk_end(self, run):
-        # stopped_early: this callback's target or patience stopped the run (not another callback's stop)
+        # stopped_early: this callback's target, patience or budget stopped the run (not another callback's stop)
         if run.stopped_early and self.stopped_generation is None:
             self.stopped_generation = run.generation
+
+    # a budget smaller than one generation stops a run before its first chunk: it ends with no chunk
+    on_evolve_end = on_chunk_end
 
 
 # what TensorBoard's scalar plugin writes with a value (tf.summary.scalar itself needs the tensorboard package)

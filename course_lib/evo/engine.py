@@ -62,6 +62,12 @@ def checked_population(model, population) -> tf.Tensor:
         if not same_kind:
             raise TypeError(f"population dtype {x.dtype.name} does not match the Input's {spec.dtype.name}; "
                             f"cast it (e.g. population.astype('{spec.dtype.name}')) or change evo.Input(dtype=...)")
+        if x.dtype.is_integer and tf.size(x) > 0:  # a cast would wrap values the Input's dtype cannot hold
+            low, high = int(tf.reduce_min(x)), int(tf.reduce_max(x))
+            if low < spec.dtype.min or high > spec.dtype.max:
+                raise ValueError(f"population values span [{low}, {high}], which the Input's {spec.dtype.name} "
+                                 f"({spec.dtype.min}..{spec.dtype.max}) cannot hold; a cast would wrap them: "
+                                 "bring them into that range or change evo.Input(dtype=...)")
         x = tf.cast(x, spec.dtype)
     if x.shape[0] < 2:
         raise ValueError(f"a population needs at least 2 individuals, got {x.shape[0]}")
@@ -357,6 +363,8 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
     run = Run(model, executor, prog, state, generation, setup.generations, history)
     callbacks = setup.callbacks
     last = budget_generation(callbacks, model, n, generation, setup.generations)
+    # a budget too small for one more generation stops the run before any
+    run.stop = run.stopped_early = last < setup.generations and run.generation >= last
     for c in callbacks:
         c.on_evolve_begin(run)
     target, patience = limits(callbacks, 1.0 if model.fitness.maximize else -1.0)

@@ -59,6 +59,7 @@ class State(NamedTuple):
     best: tf.Tensor  # the best genome so far, stored form
     best_fitness: tf.Tensor  # float32 scalar
     stale: tf.Tensor  # int32: generations since best_fitness last improved
+    selection: tf.Tensor  # float32: what the selection carries to the next generation (``initial_state``)
 
 
 def map_rows(fn, total: int, batch: int | None, dtype: tf.DType, shape: tuple) -> tf.Tensor:
@@ -177,12 +178,18 @@ class Generation:
             return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
         return children, child_fit
 
-    def select(self, pool_fit, key, blocks: int = 1) -> tf.Tensor:
-        """Pool rows of the next population of ``blocks x rows`` individuals; the pool is
-        ``blocks`` pools of this shape one after the other (one per replica)."""
+    def select(self, pool_fit, key, carried: tf.Tensor, blocks: int = 1) -> tuple[tf.Tensor, tf.Tensor]:
+        """(pool rows of the next population of ``blocks x rows`` individuals, the selection's next
+        state after ``carried``); the pool is ``blocks`` pools of this shape one after the other (one
+        per replica)."""
         parents = np.tile(np.arange(self.rows * self.factor) < self.rows, blocks)
-        return self.model.selection.choose(pool_fit, self.signs, rng.fold_in(key, 0), self.rows * blocks,
-                                           parents if self.model.selection.pool == "both" else None)
+        return self.model.selection.choose_with_state(pool_fit, self.signs, rng.fold_in(key, 0), self.rows * blocks,
+                                                      parents if self.model.selection.pool == "both" else None,
+                                                      carried)
+
+    def initial_selection(self) -> tf.Tensor:
+        """The selection's state before the first generation."""
+        return tf.constant(self.model.selection.initial_state(self.model.fitness.objectives), tf.float32)
 
     def start(self, genes: tf.Tensor) -> State:
         """The first state of stored genes: scored, best so far = the best of them."""
@@ -192,7 +199,7 @@ class Generation:
         """The first state of stored genes whose fitness is ``fit``."""
         j, value, _ = self.summary(fit)
         best = tf.gather(genes, j)
-        return State(genes, fit, best, self.judge(best, value), tf.constant(0))
+        return State(genes, fit, best, self.judge(best, value), tf.constant(0), self.initial_selection())
 
     def judge(self, best: tf.Tensor, value: tf.Tensor) -> tf.Tensor:
         """The value a generation's best competes with the best so far by: its fitness, or for a
@@ -215,7 +222,8 @@ class Generation:
         return j, best, tf.stack([best, *fastmath.mean_and_std(values)])
 
     def advance(self, state: State, pop, fit, best_of=None) -> tuple[State, tf.Tensor]:
-        """The state after selection made (pop, fit), and the generation's (best, mean, std).
+        """The state after selection made (pop, fit), and the generation's (best, mean, std); the
+        selection's carried state is ``state``'s.
 
         ``best_of`` = (pool, the whole population's fitness, its rows in the pool) when
         ``pop`` is only this replica's share of the population.
@@ -225,8 +233,9 @@ class Generation:
         best = tf.gather(genomes, j if rows is None else tf.gather(rows, j))
         judged = self.judge(best, gen_best)
         better = score(judged, self.sign) > score(state.best_fitness, self.sign)
-        state = State(pop, fit, tf.where(better, best, state.best), tf.where(better, judged, state.best_fitness),
-                      tf.where(better, 0, state.stale + 1))
+        state = state._replace(population=pop, fitness=fit, best=tf.where(better, best, state.best),
+                               best_fitness=tf.where(better, judged, state.best_fitness),
+                               stale=tf.where(better, 0, state.stale + 1))
         return state, self.measured(row, pop, fit)
 
     def measured(self, row: tf.Tensor, pop: tf.Tensor, fit: tf.Tensor) -> tf.Tensor:
@@ -237,23 +246,25 @@ class Generation:
         values = [tf.reshape(tf.cast(fn(genes, fit), tf.float32), ()) for fn in self.model.metrics.values()]
         return tf.concat([row, tf.stack(values)], 0)
 
-    def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """One generation's pool, its fitness, and the pool rows selection keeps."""
+    def breed(self, state: State, generation, replica=None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, State]:
+        """One generation's pool, its fitness, the pool rows selection keeps, and ``state`` with the
+        selection's next carried state."""
         key = self.key(generation, replica)
         pool, pool_fit = self.pool(state.population, state.fitness, key, generation)
-        return pool, pool_fit, self.select(pool_fit, key)
+        idx, carried = self.select(pool_fit, key, state.selection)
+        return pool, pool_fit, idx, state._replace(selection=carried)
 
     def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
         """One whole generation on this device's rows."""
-        pool, pool_fit, idx = self.breed(state, generation, replica)
+        pool, pool_fit, idx, state = self.breed(state, generation, replica)
         return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
 
     def settle(self, state: State, children, child_fit, generation) -> tuple[State, tf.Tensor]:
         """The second half of ``step`` for children scored elsewhere (``evo.ask_tell``): pool, selection
         and best-so-far tracking, with the generation's key."""
         pool, pool_fit = self.join(state.population, state.fitness, children, child_fit)
-        idx = self.select(pool_fit, self.key(generation))
-        return self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
+        idx, carried = self.select(pool_fit, self.key(generation), state.selection)
+        return self.advance(state._replace(selection=carried), tf.gather(pool, idx), tf.gather(pool_fit, idx))
 
     def loop(self, state: State, generation, more, record, hist, replica=None) -> tuple:
         """Generations generation + 1, ... in one ``tf.while_loop`` while ``more(i, state)``; after each,
@@ -273,7 +284,7 @@ class Generation:
         def body(i, state, kept, hist):
             if lazy:
                 state = state._replace(population=tf.gather(state.population, kept))
-            pool, pool_fit, idx = self.breed(state, generation + i + 1, replica)
+            pool, pool_fit, idx, state = self.breed(state, generation + i + 1, replica)
             state, row = self.advance(state, tf.gather(pool, idx), tf.gather(pool_fit, idx))
             return i + 1, state._replace(population=pool) if lazy else state, idx, record(hist, i, state, row)
 
@@ -292,6 +303,21 @@ class Generation:
     def stored(self, genes) -> tf.Tensor:
         genes = tf.cast(genes, self.spec.dtype)
         return bitpack.pack(genes) if self.packed else genes
+
+
+def saved_selection(saved: dict, initial: tf.Tensor) -> tf.Tensor:
+    """The selection's carried state in a checkpoint's arrays, of ``initial``'s shape (``initial`` itself
+    when it is empty and the checkpoint has none); a clear error when it has none or one of another shape."""
+    if "selection_state" not in saved and initial.shape.num_elements() == 0:
+        return initial
+    if "selection_state" not in saved:
+        raise ValueError("this checkpoint holds no selection state (it was written before selections carried "
+                         "one); start the run again instead of resuming it")
+    value = np.asarray(saved["selection_state"], np.float32)
+    if value.shape != tuple(initial.shape):
+        raise ValueError(f"the checkpoint's selection state has shape {value.shape}, this selection's "
+                         f"{tuple(initial.shape)}; resume with the model that wrote it")
+    return tf.constant(value)
 
 
 def pool_size(model, n: int) -> int:
@@ -320,8 +346,8 @@ class Program(Protocol):
         best so far = the best of them."""
 
     def restore(self, genes: tf.Tensor, saved: dict) -> Any:
-        """The state of a resumed run: ``start(genes)`` with the best so far and the generations without
-        improvement read from a checkpoint's arrays ``saved``."""
+        """The state of a resumed run: ``start(genes)`` with the best so far, the generations without
+        improvement and the selection's carried state read from a checkpoint's arrays ``saved``."""
 
     def run(self, state, generation: int, count: int, target, patience) -> tuple[Any, np.ndarray, bool]:
         """Up to ``count`` generations after ``generation``; (new state, one (best, mean, std) row per
@@ -331,8 +357,8 @@ class Program(Protocol):
         """The best fitness so far, in the problem's units."""
 
     def arrays(self, state) -> dict:
-        """NumPy arrays of the state: population, fitness, best, best_fitness, stale (a checkpoint's
-        contents and the ``Result``'s)."""
+        """NumPy arrays of the state: population, fitness, best, best_fitness, stale, selection_state (a
+        checkpoint's contents and the ``Result``'s)."""
 
 
 @runtime_checkable
@@ -437,7 +463,8 @@ class OneDeviceProgram:
         state = self._start(genes)
         return state._replace(best=self.gen.stored(saved["best"][None])[0],
                               best_fitness=tf.constant(saved["best_fitness"], tf.float32),
-                              stale=tf.constant(saved["stale"], tf.int32))
+                              stale=tf.constant(saved["stale"], tf.int32),
+                              selection=saved_selection(saved, state.selection))
 
     def run(self, state, generation: int, count: int, target, patience) -> tuple[State, np.ndarray, bool]:
         """Up to ``count`` generations; (state, their (best, mean, std) rows, whether a limit stopped it)."""
@@ -458,4 +485,5 @@ class OneDeviceProgram:
         else:  # a state no chunk ended with (a run of 0 generations): run 0 generations to unpack it
             pop, best = self._run(state, tf.constant(0), tf.constant(0), *no_limits(self.gen.sign))[-1]
         return {"population": pop.numpy(), "fitness": state.fitness.numpy(), "best": best.numpy(),
-                "best_fitness": np.float32(state.best_fitness), "stale": np.int32(state.stale)}
+                "best_fitness": np.float32(state.best_fitness), "stale": np.int32(state.stale),
+                "selection_state": state.selection.numpy()}

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import bitpack, pareto
-from course_lib.evo.config import Configurable
+from course_lib.evo.config import Configurable, state_fingerprint
 from course_lib.evo.fastmath import cos_2pi
 from course_lib.evo.fusion import per_element
 from course_lib.evo.symbolic import GenomeSpec, check_binary
@@ -69,6 +69,14 @@ class Fitness(Configurable):
 
     def check(self, spec: GenomeSpec) -> None:
         """Raise a clear error if this fitness cannot score genomes of ``spec``."""
+
+    def settings(self) -> tuple:
+        """Everything this fitness holds as its programs' constants, exactly (``config.state_fingerprint``;
+        a variable, which a program reads when it runs, and the count of ``load``s are left out): part of
+        its programs' key, so that an attribute set in place (``rastrigin.a = 1.0``) takes effect on the
+        next run. ``evaluate`` should read its parameters when it traces, not from values ``__init__``
+        derived from them."""
+        return state_fingerprint(self, skip=("version",))
 
     def config(self) -> dict:
         return {}
@@ -174,6 +182,9 @@ def _matrix(name: str, value, ndim: int) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite numbers, got {np.count_nonzero(~np.isfinite(arr))} NaN or "
+                         "infinite value(s)")
     return arr
 
 
@@ -241,8 +252,12 @@ class Knapsack(Fitness):
         w, v = _matrix("weights", weights, 1), _matrix("values", values, 1)
         if w.shape != v.shape:
             raise ValueError(f"weights and values must have the same length, got {w.shape} and {v.shape}")
-        if (w <= 0).any() or not capacity > 0:
-            raise ValueError("Knapsack needs positive weights and a positive capacity")
+        if (w <= 0).any() or not 0 < capacity < math.inf:
+            raise ValueError("Knapsack needs positive weights and a positive finite capacity, got "
+                             f"capacity={capacity!r}")
+        if penalty is not None and not 0 <= penalty < math.inf:
+            raise ValueError("Knapsack penalty (value lost per unit of weight over capacity) must be a finite number "
+                             f">= 0, got {penalty!r}: a negative one would reward overweight packings")
         self.n, self.capacity = w.shape[0], float(capacity)
         self.penalty = float(penalty) if penalty is not None else float((v / w).max())
         self.weights, self.values = tf.constant(w, tf.float32), tf.constant(v, tf.float32)
@@ -300,9 +315,10 @@ class CosineSimilarity(Fitness):
 
     def __init__(self, target):
         self.target = tf.constant(np.asarray(target, dtype=np.float32))
-        self.shape = tuple(self.target.shape)
-        flat = tf.reshape(self.target, (-1,))
-        self._unit = flat / tf.maximum(tf.norm(flat), 1e-12)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.target.shape)
 
     def check(self, spec):
         if spec.shape != self.shape:
@@ -310,7 +326,9 @@ class CosineSimilarity(Fitness):
 
     def evaluate(self, population):
         x = _flat(population)
-        return tf.linalg.matvec(x, self._unit) / tf.maximum(tf.norm(x, axis=1), 1e-12)
+        flat = tf.reshape(tf.cast(self.target, tf.float32), (-1,))
+        unit = flat / tf.maximum(tf.norm(flat), 1e-12)
+        return tf.linalg.matvec(x, unit) / tf.maximum(tf.norm(x, axis=1), 1e-12)
 
     def config(self):
         return {"shape": self.shape}

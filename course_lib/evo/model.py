@@ -77,9 +77,12 @@ class Model:
         and another seed keeps the compiled programs: the seed, like the ops' rates and probabilities
         (set between runs: ``mutation.rate = 0.05``), is read from a variable when a program runs, so
         it does not retrace (on one device and in ask/tell; a program sharded under ``strategy=``
-        holds them as constants). Tournament size, elitism, population size, batch size and mode fix
-        shapes or code: changing one compiles again, as does a mask's rate that changes its form
-        (``docs/engine.md``, "Runtime parameters").
+        holds them as constants). Any other parameter of an op, the fitness or the selection can be
+        set in place too (``tournament.size = 6``, ``rastrigin.a = 1.0``): the next run checks the
+        parts and compiles with the new value (``docs/engine.md``, "Editing a compiled model").
+        Tournament size, elitism, population size, batch size and mode fix shapes or code: changing one
+        compiles again, as does a mask's rate that changes its form (``docs/engine.md``, "Runtime
+        parameters").
 
         Args:
             fitness: an ``evo.fitness.Fitness``, or a function of the population (see ``maximize``).
@@ -110,6 +113,7 @@ class Model:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates
+        seed = int(seed)  # a NumPy integer too: saved as JSON, shown as a number
         rng.check_generator(generator)
         fusion.check_target(target)
         if pack not in ("auto", True, False):
@@ -226,14 +230,28 @@ class Model:
             knobs.fill(node.op, node.inputs[0].spec, values)
         return now
 
+    def check_parts(self) -> None:
+        """Check every part as it is now against the genomes, as ``compile`` and building the graph did: a
+        parameter set in place to a value the part cannot run with is a clear error before the run."""
+        assert self.fitness is not None and self.selection is not None  # for the type checker: compiled
+        for node in self.nodes:
+            node.op.check(*[t.spec for t in node.inputs])
+        self.fitness.check(self.input.spec)
+        self.selection.check_fitness(self.fitness)
+
     def program(self, key: tuple, build, knobs_constant: bool = False):
-        """The compiled program for ``key`` and the ops as they are now, built once per ``compile`` (so a
+        """The compiled program for ``key`` and the parts as they are now, built once per ``compile`` (so a
         sweep reuses compilations). The knobs' variables get the ops' current values first, so a changed
-        rate runs the same program where its structure is the same (``evo.knobs``); an op's other
-        parameters are part of the key (``Op.settings``), so changing one builds another program;
-        ``knobs_constant``: the program holds them as constants, so their values are part of its key."""
+        rate runs the same program where its structure is the same (``evo.knobs``); every other parameter
+        of the ops, the fitness and the selection is part of the key (``Op.settings``, ``Fitness.settings``,
+        ``Selection.settings``), so a part edited in place runs as edited: another program is built (or
+        one built before for those values is reused). ``knobs_constant``: the program holds the knobs as
+        constants, so their values are part of its key."""
+        assert self.fitness is not None and self.selection is not None  # for the type checker: compiled
+        self.check_parts()
         now = self.fill_knobs()
-        key = (*key, tuple(values.key() for values in now), tuple(node.op.settings() for node in self.nodes))
+        key = (*key, tuple(values.key() for values in now), tuple(node.op.settings() for node in self.nodes),
+               self.fitness.settings(), self.selection.settings())
         if knobs_constant:
             key += (tuple(tuple((n, v.tobytes()) for n, v in sorted(values.values.items())) for values in now),)
         if key not in self._programs:
@@ -286,7 +304,8 @@ class Model:
 
 def load_model(path) -> Model:
     """The model ``Model.save`` (or ``evo.save_model``) wrote to ``path``, rebuilt and compiled as it was;
-    a file that is no such model, or names an op that is not registered, is a ValueError."""
+    a file that is no such model (not an .npz file, truncated or damaged, a description that is not valid
+    JSON, another format or version), or names an op that is not registered, is a ValueError naming the file."""
     saved = saving.read_model(path)
     model = Model(saved.input, saved.outputs, name=saved.name)
     if saved.compile is not None:

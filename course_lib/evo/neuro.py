@@ -250,7 +250,6 @@ class Classification(Networks):
             raise ValueError(f"labels must be in 0..{self.layout.outputs - 1} (one per output unit), "
                              f"got {y.min()}..{y.max()}")
         self.x, self.y = tf.constant(x), tf.constant(y, tf.int32)
-        self._onehot = tf.one_hot(self.y, self.layout.outputs)
         # a softmax last layer gives probabilities: read its input as the logits instead
         self._logits_only = self.layout.slots[-1].activation is keras.activations.softmax
 
@@ -259,7 +258,8 @@ class Classification(Networks):
 
     def evaluate(self, population):
         logp = tf.nn.log_softmax(self._logits(population, self.x), axis=-1)
-        return tf.reduce_mean(tf.reduce_sum(logp * self._onehot[None], axis=-1), axis=1)
+        onehot = tf.one_hot(self.y, self.layout.outputs)  # from y as it is now: an edit of y takes effect
+        return tf.reduce_mean(tf.reduce_sum(logp * onehot[None], axis=-1), axis=1)
 
     def accuracy(self, genomes, x=None, y=None) -> np.ndarray:
         """Fraction classified right, per genome (on ``x, y``, the fitness data by default)."""

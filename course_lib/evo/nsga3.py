@@ -7,12 +7,14 @@ survive:
 
 1. fronts by Deb's rules (``pareto.ranks`` with ``until=n``): fronts 0..l-1 are kept whole and
    front l, the one that overflows ``n``, is cut;
-2. normalization over the rows of fronts 0..l (the feasible ones when there are any): the
-   ideal point (the minimum per objective) is subtracted, the extreme point per axis (least
-   achievement scalarizing function) spans a hyperplane whose intercepts scale each
-   objective; when the hyperplane is degenerate (extreme points that do not span it,
-   intercepts that are not positive and finite) the worst value of the first front per
-   objective is the intercept instead (the population's worst where that is zero);
+2. normalization after Blank, Deb and Roy (2019), with a state carried from one generation to
+   the next (``initial_state``, ``normalize``): over the pool's feasible rows (all rows when none
+   is), the ideal point (the least value per objective so far) is subtracted; the extreme point
+   per axis (least achievement scalarizing function) is chosen from the previous extreme points and
+   the first front; the intercepts of their hyperplane, capped by the worst values so far, scale
+   each objective; when the hyperplane is degenerate (extreme points that do not span it,
+   intercepts not above ``INTERCEPT_FLOOR`` or not finite) the first front's worst values do
+   instead, and the pool's worst where a range is still that small;
 3. association: each row goes to the direction at the least perpendicular distance from it;
 4. niching: a direction's niche count is how many kept rows are associated with it. The cut
    front's rows are taken direction by direction, least crowded first: a direction with no
@@ -26,8 +28,12 @@ taking the first ones gives the same picks with the same random keys, in O(P log
 loop. The random keys are counter-based words of the engine's key for each pool row, so a run
 is the same batched, resumed or replicated.
 
+Optionally (``survivors_and_state(eliminate_duplicates=True)``) a row equal to an earlier one
+counts as infeasible at +inf before the fronts, so copies survive only when needed to fill ``n``.
+
 Cost: the dominance fronts as in NSGA-II (O(M P²)), the (P, H) distances to H directions
-(O(M P H)), a few sorts of P rows; M x M work for the hyperplane.
+(O(M P H)), a few sorts of P rows; (P + M) x M work for the extreme points, M x M for the
+hyperplane; duplicates, when eliminated, M + 2 more sorts of P rows.
 """
 
 from __future__ import annotations
@@ -43,8 +49,12 @@ from course_lib.evo.rng import Rows
 
 # the achievement scalarizing function's weight off its axis (Deb and Jain's 1e-6)
 ASF_EPSILON = 1e-6
-# intercepts this small or smaller (in translated units) count as a degenerate hyperplane
+# intercepts this small or smaller (in translated units) count as a degenerate hyperplane, ranges as too small
 INTERCEPT_FLOOR = 1e-6
+# extreme-point candidates this close to the ideal point on an axis count as on it (Blank, Deb and Roy's 1e-3)
+EXTREME_SNAP = 1e-3
+# the scale of an objective whose range is 0 (every row has the same value)
+ZERO_RANGE = 1e-12
 # squared perpendicular distances this close (relatively) count as a tie, won by the first direction
 TIE = 1e-5
 
@@ -127,32 +137,57 @@ def _solve(a: tf.Tensor, b: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return work[:, m] / tf.where(tf.equal(diag, 0.0), tf.ones_like(diag), diag), singular
 
 
-def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """(normalized objectives (P, M), ideal point (M,), intercepts (M,)) of minimise-space ``g`` (P, M).
+def initial_state(objectives: int) -> np.ndarray:
+    """float32 (M + 2, M): the normalization's state before any generation: the ideal point so far
+    (row 0, +inf), the worst point so far (row 1, -inf) and the M extreme points (rows 2.., +inf: none
+    yet, so the first pool's rows are the only candidates)."""
+    m = objectives
+    return np.concatenate([np.full((1, m), np.inf), np.full((1, m), -np.inf), np.full((m, m), np.inf)]).astype(
+        np.float32)
 
-    ``rows`` (bool (P,)) are the rows that set the ideal point, the extreme points and the
-    population's worst; ``first`` (bool (P,)) those of its first front, whose worst is the fallback
-    intercept when the hyperplane is degenerate.
+
+def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor, state: tf.Tensor | None = None
+              ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(normalized objectives (P, M), ideal point (M,), scale (M,), next state (M + 2, M)) of minimise-space
+    ``g`` (P, M), after Blank, Deb and Roy (2019).
+
+    ``rows`` (bool (P,)) are the pool's rows that count (the feasible ones), ``first`` (bool (P,)) those of
+    its first front. ``state`` (``initial_state`` when None) carries the run's history: the ideal point is
+    the least value of every pool so far, and the extreme point of each axis (least achievement scalarizing
+    function, values within ``EXTREME_SNAP`` of the ideal point counted as on it) is chosen from the previous
+    extreme points and this first front, so a generation that loses the points at the ends of the front
+    does not lose its span. The nadir point is where the hyperplane through the extreme points meets the
+    axes, capped by the worst values seen; when that plane is degenerate (extreme points that do not span
+    it, intercepts not above ``INTERCEPT_FLOOR`` or not finite), the first front's worst values; and where
+    a range is still ``INTERCEPT_FLOOR`` or less, the pool's worst. Each objective is scaled by its range.
     """
     m = g.shape[1]
+    state = tf.constant(initial_state(m)) if state is None else state
     inf = tf.constant(np.inf, tf.float32)
-    ideal = tf.reduce_min(tf.where(rows[:, None], g, inf), axis=0)
-    t = g - ideal
+    ideal = tf.minimum(state[0], tf.reduce_min(tf.where(rows[:, None], g, inf), axis=0))
+    worst_pool = tf.reduce_max(tf.where(rows[:, None], g, -inf), axis=0)
+    worst = tf.maximum(state[1], worst_pool)
+    # candidates: the previous extreme points first (they win ties), then the first front's rows
+    candidates = tf.concat([state[2:], g], 0)
+    allowed = tf.concat([tf.ones([m], tf.bool), first], 0)
+    t = candidates - ideal
+    t = tf.where(t < EXTREME_SNAP, tf.zeros_like(t), t)
     weights = np.full((m, m), ASF_EPSILON, np.float32) + np.eye(m, dtype=np.float32) * (1 - ASF_EPSILON)
-    asf = tf.reduce_max(t[:, None, :] / tf.constant(weights)[None], axis=2)  # (P, M): row, axis
-    extreme = tf.argmin(tf.where(rows[:, None], asf, inf), axis=0, output_type=tf.int32)
-    e = tf.cast(tf.gather(t, extreme), tf.float64)
+    asf = tf.reduce_max(t[:, None, :] / tf.constant(weights)[None], axis=2)  # (M + P, M): candidate, axis
+    extreme = tf.gather(candidates, tf.argmin(tf.where(allowed[:, None], asf, inf), axis=0, output_type=tf.int32))
+    e = tf.cast(extreme - ideal, tf.float64)
     a, singular = _solve(e, tf.ones([m], tf.float64))
-    intercepts = tf.cast(1.0 / a, tf.float32)
+    intercepts = 1.0 / a
     residual = tf.reduce_max(tf.abs(tf.linalg.matvec(e, a) - 1.0))
     degenerate = singular | (residual > 1e-6) | ~tf.reduce_all(tf.math.is_finite(intercepts)) | \
         tf.reduce_any(intercepts <= INTERCEPT_FLOOR)
-    worst_front = tf.reduce_max(tf.where(first[:, None], t, 0.0), axis=0)
-    worst = tf.reduce_max(tf.where(rows[:, None], t, 0.0), axis=0)
-    fallback = tf.where(worst_front > INTERCEPT_FLOOR, worst_front, worst)
-    scale = tf.where(degenerate, fallback, intercepts)
-    scale = tf.where(scale > 0, scale, 1e-10)
-    return t / scale, ideal, scale
+    nadir = tf.minimum(tf.cast(ideal, tf.float64) + intercepts, tf.cast(worst, tf.float64))
+    worst_front = tf.reduce_max(tf.where(first[:, None], g, -inf), axis=0)
+    nadir = tf.where(degenerate, tf.cast(worst_front, tf.float64), nadir)
+    nadir = tf.where(nadir - tf.cast(ideal, tf.float64) <= INTERCEPT_FLOOR, tf.cast(worst_pool, tf.float64), nadir)
+    scale = tf.cast(nadir - tf.cast(ideal, tf.float64), tf.float32)
+    scale = tf.where(tf.equal(scale, 0.0), ZERO_RANGE, scale)
+    return (g - ideal) / scale, ideal, scale, tf.concat([ideal[None], worst[None], extreme], 0)
 
 
 def associate(f: tf.Tensor, directions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -185,22 +220,49 @@ def _scatter(o: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
     return tf.scatter_nd(o[:, None], values, tf.shape(values))
 
 
+def duplicates(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
+    """bool (P,): the rows whose objectives and violation equal those of an earlier row (-0.0 as 0.0).
+    One lexicographic sort of the rows (M + 2 stable sorts), then a comparison with the row before."""
+    p = g.shape[0]
+    g = tf.where(tf.equal(g, 0.0), tf.zeros_like(g), g)
+    columns = [g[:, k] for k in range(g.shape[1])] + [v]
+    o = _lex_order(*columns, tf.range(p))
+    same = None
+    for c in columns:
+        x = tf.gather(c, o)
+        eq = tf.equal(x[1:], x[:-1])
+        same = eq if same is None else same & eq
+    return _scatter(o, tf.cast(tf.concat([[False], same], 0), tf.int32)) > 0
+
+
 def survivors(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray) -> tf.Tensor:
-    """int32 (n,): the pool rows NSGA-III keeps of engine values (P, M + 1) (see the module's
-    docstring), the whole fronts first (by front), then the picks of the cut front in pick order."""
+    """int32 (n,): the pool rows NSGA-III keeps of engine values (P, M + 1) in one generation with no
+    history (``initial_state``); see ``survivors_and_state``."""
+    return survivors_and_state(values, signs, key, n, directions, tf.constant(initial_state(len(signs))))[0]
+
+
+def survivors_and_state(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray, state: tf.Tensor,
+                        eliminate_duplicates: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+    """(int32 (n,) the pool rows NSGA-III keeps of engine values (P, M + 1), the normalization's next state)
+    (see the module's docstring): the whole fronts first (by front), then the picks of the cut front in
+    pick order. ``state`` is the normalization's (``initial_state``, then what the previous generation
+    returned). With ``eliminate_duplicates``, a row whose values equal an earlier row's counts as
+    infeasible with infinite violation: it is kept only when the distinct rows are fewer than ``n``."""
     g, v = pareto.minimise_space(values, signs)
     p, m = g.shape
     h = directions.shape[0]
+    if eliminate_duplicates:
+        v = tf.where(duplicates(g, v), tf.constant(np.inf, tf.float32), v)
     rank = pareto.ranks(g, v, until=n)
     sizes = tf.math.unsorted_segment_sum(tf.ones([p], tf.int32), rank, p + 1)
     last = tf.argmax(tf.cumsum(sizes) >= n, output_type=tf.int32)  # the front that overflows n
-    kept, cut, pool = rank < last, tf.equal(rank, last), rank <= last
-    feasible = tf.equal(v, 0.0)
-    usable = pool & feasible
-    usable = tf.where(tf.reduce_any(usable), usable, pool & tf.math.is_finite(v))
-    usable = tf.where(tf.reduce_any(usable), usable, pool)
-    first = usable & tf.equal(rank, tf.reduce_min(tf.where(usable, rank, p)))
-    f, _, _ = normalize(g, usable, first)
+    kept, cut = rank < last, tf.equal(rank, last)
+    # the rows that set the normalization: the feasible ones, else those of finite violation, else all
+    usable = tf.equal(v, 0.0)
+    usable = tf.where(tf.reduce_any(usable), usable, tf.math.is_finite(v))
+    usable = tf.where(tf.reduce_any(usable), usable, tf.ones([p], tf.bool))
+    first = usable & tf.equal(rank, tf.reduce_min(tf.where(usable, rank, p + 1)))
+    f, _, _, state = normalize(g, usable, first, state)
     nearest, distance = associate(f, tf.constant(directions, tf.float32))
     niche = tf.math.unsorted_segment_sum(tf.cast(kept, tf.int32), nearest, h)
 
@@ -224,4 +286,4 @@ def survivors(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.n
     big = tf.constant(3 * p + 1, tf.int64)
     primary = tf.where(kept, tf.cast(rank, tf.int64), tf.where(cut, tf.cast(p + level, tf.int64), big))
     secondary = tf.where(cut, words[:, 1], tf.cast(index, tf.int64))
-    return _lex_order(primary, secondary)[:n]
+    return _lex_order(primary, secondary)[:n], state

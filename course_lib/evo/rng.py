@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import fastmath
@@ -118,9 +119,10 @@ def threefry2x32(key: tf.Tensor, x0: tf.Tensor, x1: tf.Tensor) -> tuple[tf.Tenso
 
 
 def key(seed: int) -> tf.Tensor:
-    """The root key of a seed (any int in [0, 2**64))."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+    """The root key of a seed (any whole number in [0, 2**64), a Python or NumPy integer)."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**64:
         raise ValueError(f"seed must be a whole number in [0, 2**64), got {seed!r}")
+    seed = int(seed)
     return tf.constant([seed & 0xFFFFFFFF, seed >> 32], U32)
 
 

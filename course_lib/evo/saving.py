@@ -10,8 +10,11 @@ was, so it evolves bit-identically: this module reads the file back (``read_mode
 ``evo.model.load_model`` builds the Model of it, so the model imports its saving, not the reverse.
 
 Ops are found by name in the op registry (``evo.ops.registry()``): a custom op loads when its
-class has been defined or imported before ``load_model``. Fitness and selection classes are
-found by module and name, so a custom one loads when its module is importable. A fitness that
+class has been defined or imported before ``load_model``, in a module or in a notebook or script
+(``__main__``: define the class again in the process that loads). An op whose class is not the one
+registered under its name (a ``__main__`` class named as an imported op) is refused when saving.
+Fitness and selection classes are found by module and name, so a custom one loads when its module
+is importable (``__main__`` included: define it again before loading). A fitness that
 holds a Python function (``evo.fitness.Function``) cannot be saved: subclass ``Fitness``.
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import zipfile
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,8 +54,17 @@ def save_model(model, path) -> None:
     arrays: dict[str, np.ndarray] = {}
     parts: list = []
     index: dict[int, int] = {}
+    registry = ops_lib.registry()
     for node in model.nodes:
         if id(node.op) not in index:
+            cls = type(node.op)
+            if registry.get(cls.__name__) is not cls:
+                held = registry.get(cls.__name__)
+                why = "it is not registered" if held is None else \
+                    f"the op registered under that name is {held.__module__}.{held.__qualname__}"
+                raise ValueError(f"the op {node.op.name!r} of class {cls.__module__}.{cls.__qualname__} cannot be "
+                                 f"saved by name: {why}, so load_model would not find it; give the class a name "
+                                 "of its own (not starting with _) and register it (a subclass of evo.ops.Op)")
             index[id(node.op)] = len(parts)
             parts.append(node.op)
     tensors = {id(model.input): 0} | {id(node.output): i + 1 for i, node in enumerate(model.nodes)}
@@ -84,15 +98,26 @@ def read_model(path) -> SavedModel:
     try:
         with np.load(path, allow_pickle=False) as data:
             stored = {k: data[k] for k in data.files}
-    except (ValueError, OSError) as exc:
-        raise ValueError(f"{path!r} is not a model saved by evo.save_model (not an .npz file): {exc}") from exc
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise ValueError(f"{path!r} is not a model saved by evo.save_model: not an .npz file, or one that is "
+                         f"truncated or damaged ({type(exc).__name__}: {exc}); save the model again") from exc
     if "evo_model" not in stored:
         raise ValueError(f"{path!r} is an .npz file but not a model saved by evo.save_model (it holds "
                          f"{sorted(stored)[:5]}); an evolve checkpoint is resumed with evolve(resume_from=...)")
-    description = json.loads(str(stored["evo_model"]))
+    try:
+        description = json.loads(str(stored["evo_model"]))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path!r}: its model description is not valid JSON ({exc}); the file is damaged or was "
+                         "not written by evo.save_model") from exc
+    if not isinstance(description, dict):
+        raise ValueError(f"{path!r}: its model description is a JSON {type(description).__name__}, not the object "
+                         "evo.save_model writes; the file is damaged or was not written by it")
     if description.get("format") != FORMAT or description.get("version") != VERSION:
         raise ValueError(f"{path!r} holds format {description.get('format')!r} version "
                          f"{description.get('version')!r}; this engine reads {FORMAT!r} version {VERSION}")
+    missing = [k for k in ("name", "input", "ops", "nodes", "outputs", "compile") if k not in description]
+    if missing:
+        raise ValueError(f"{path!r}: its model description lacks {', '.join(missing)}; the file is damaged")
     registry = ops_lib.registry()
     ops = []
     for entry in description["ops"]:

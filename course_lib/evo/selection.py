@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import nsga3, pareto, rng
-from course_lib.evo.config import Configurable
+from course_lib.evo.config import Checked, Configurable, state_fingerprint
 from course_lib.evo.rng import Rows
 from course_lib.evo.validation import whole
 
@@ -32,19 +32,35 @@ def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
     return tf.where(tf.math.is_nan(s), tf.constant(-np.inf, tf.float32), s)
 
 
+def _whole(minimum: int):
+    """A ``Checked`` attribute's check: a whole number >= ``minimum``, named "<Class> <attribute>"."""
+    return lambda owner, value, name: whole(f"{owner} {name}", value, minimum)
+
+
 class Selection(Configurable):
     """Base class: ``pool`` is 'children' or 'both' (parents then children).
 
     ``elitism=k`` copies the k best parents into the next population unchanged and fills
     the other slots by this selection from the children, so the best is never lost.
+
+    Parameters can be set in place after ``compile`` (``selection.elitism = 2``): they are checked
+    when set, and the next run compiles with them (``Model.program``).
     """
 
-    pool = "children"
+    elitism = Checked(_whole(0))
 
     def __init__(self, elitism: int = 0):
-        self.elitism = whole(f"{type(self).__name__} elitism", elitism, 0)
-        if self.elitism:
-            self.pool = "both"
+        self.elitism = elitism
+
+    @property
+    def pool(self) -> str:
+        """Where selection chooses from: 'both' (parents then children) with elitism, else 'children'; a
+        mu + lambda selection (``Elitist``, ``NSGA2``) sets 'both' on its class."""
+        return "both" if self.elitism else "children"
+
+    def settings(self) -> tuple:
+        """Everything this selection holds, exactly: part of its programs' key (``config.state_fingerprint``)."""
+        return state_fingerprint(self)
 
     def select(self, score: tf.Tensor, key: tf.Tensor, n: int) -> tf.Tensor:
         """int32 (n,): indices into the scores (higher score is better)."""
@@ -69,6 +85,17 @@ class Selection(Configurable):
         elite = tf.gather(parent_rows, tf.math.top_k(tf.gather(s, parent_rows), k=self.elitism).indices)
         rest = self.select(tf.gather(s, child_rows), key, n - self.elitism)
         return tf.concat([elite, tf.gather(child_rows, rest)], 0)
+
+    def initial_state(self, objectives: int) -> np.ndarray:
+        """float32 array: what this selection carries from one generation to the next before the first
+        (checkpointed and resumed with the run); most selections carry nothing, shape (0,)."""
+        return np.zeros((0,), np.float32)
+
+    def choose_with_state(self, fitness: tf.Tensor, sign, key: tf.Tensor, n: int, parents: np.ndarray | None,
+                          state: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(``choose``'s rows, the state carried to the next generation): what the engine calls; a
+        selection that carries a state (``initial_state``) overrides it."""
+        return self.choose(fitness, sign, key, n, parents), state
 
     def check(self, pool_size: int, n: int) -> None:
         """Raise a clear error if this selection cannot pick ``n`` from a pool of ``pool_size``
@@ -97,15 +124,18 @@ class Selection(Configurable):
 class Tournament(Selection):
     """Each slot goes to the best of ``size`` children drawn at random (with replacement)."""
 
+    size = Checked(_whole(1))
+
     def __init__(self, size: int = 2, elitism: int = 0):
-        size = whole("Tournament size", size, 1)
-        super().__init__(elitism)
         self.size = size
+        super().__init__(elitism)
 
     def check_candidates(self, candidates):
         if self.size > candidates:
-            raise ValueError(f"Tournament size {self.size} is larger than the pool of {candidates} "
-                             "individuals; use a smaller size or a larger population")
+            among = (f"the {candidates} children that fill the slots elitism={self.elitism} leaves" if self.elitism
+                     else f"the pool of {candidates} individuals")
+            raise ValueError(f"Tournament size {self.size} is larger than {among}; use a smaller size or a "
+                             "larger population")
 
     def select(self, score, key, n):
         entrants = rng.integers(key, Rows.all(n), (self.size,), score.shape[0])
@@ -128,6 +158,13 @@ class Elitist(Selection):
         return tf.math.top_k(score, k=n, sorted=False).indices
 
 
+def _pressure(pressure) -> float:
+    if isinstance(pressure, bool) or not isinstance(pressure, (int, float, np.integer, np.floating)) or \
+            not 1.0 <= pressure <= 2.0:
+        raise ValueError(f"Rank pressure must be in [1, 2] (1: uniform, 2: strongest), got {pressure!r}")
+    return float(pressure)
+
+
 class Rank(Selection):
     """Linear ranking: the worst child is drawn with weight 2 - pressure, the best with ``pressure``.
 
@@ -135,11 +172,11 @@ class Rank(Selection):
     unlike a roulette wheel.
     """
 
+    pressure = Checked(lambda owner, pressure, name: _pressure(pressure))
+
     def __init__(self, pressure: float = 1.5, elitism: int = 0):
-        if isinstance(pressure, bool) or not isinstance(pressure, (int, float)) or not 1.0 <= pressure <= 2.0:
-            raise ValueError(f"Rank pressure must be in [1, 2] (1: uniform, 2: strongest), got {pressure!r}")
+        self.pressure = pressure
         super().__init__(elitism)
-        self.pressure = float(pressure)
 
     def select(self, score, key, n):
         m = score.shape[0]
@@ -191,15 +228,23 @@ class NSGA3(Selection):
         partitions: Das-Dennis partitions: an int p (one layer) or a pair (boundary, inside) for two
             layers; by default Deb and Jain's choice for the population size (``nsga3.default_partitions``).
         directions: reference directions (H, M) instead, each row non-negative and not all zero.
+        eliminate_duplicates: a pool row whose objectives and violation equal an earlier row's (a child
+            equal to a parent or to another child) ranks after every other row, so it survives only when
+            the distinct rows are fewer than the population (see ``nsga3.survivors_and_state``).
 
+    The normalization's ideal point, worst point and extreme points are carried from one generation to
+    the next (Blank, Deb and Roy 2019; ``nsga3.normalize``), checkpointed and resumed with the run.
     Ties between equally crowded directions, and the random picks within a crowded direction,
     come from the engine's counter-based keys for each pool row.
     """
 
     pool = "both"
 
-    def __init__(self, partitions=None, directions=None):
+    def __init__(self, partitions=None, directions=None, eliminate_duplicates: bool = False):
         super().__init__(0)
+        if not isinstance(eliminate_duplicates, bool):
+            raise ValueError(f"NSGA3 eliminate_duplicates must be True or False, got {eliminate_duplicates!r}")
+        self.eliminate_duplicates = eliminate_duplicates
         if partitions is not None and directions is not None:
             raise ValueError("NSGA3 takes partitions= or directions=, not both")
         if directions is not None:
@@ -228,11 +273,20 @@ class NSGA3(Selection):
             return self.directions
         return nsga3.reference_directions(objectives, self.partitions or nsga3.default_partitions(objectives, n))
 
+    def initial_state(self, objectives):
+        return nsga3.initial_state(objectives)
+
     def choose(self, fitness, sign, key, n, parents=None):
+        """One generation's survivors with no carried state (``nsga3.initial_state``)."""
+        return self.choose_with_state(fitness, sign, key, n, parents, tf.constant(nsga3.initial_state(len(sign))))[0]
+
+    def choose_with_state(self, fitness, sign, key, n, parents, state):
         if len(fitness.shape) != 2 or not isinstance(sign, tuple) or len(sign) < 2:
             raise ValueError("NSGA3 needs a MultiObjective fitness with two or more objectives")
-        return nsga3.survivors(fitness, sign, key, n, self.directions_for(len(sign), n))
+        return nsga3.survivors_and_state(fitness, sign, key, n, self.directions_for(len(sign), n), state,
+                                         self.eliminate_duplicates)
 
     def config(self):
-        return {"partitions": self.partitions,
-                "directions": None if self.directions is None else self.directions.tolist()}
+        out = {"partitions": self.partitions,
+               "directions": None if self.directions is None else self.directions.tolist()}
+        return {**out, "eliminate_duplicates": True} if self.eliminate_duplicates else out

@@ -38,7 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import bitpack, fusion
-from course_lib.evo.executors import STATS, Generation, compiler, pool_size
+from course_lib.evo.executors import STATS, Generation, compiler, pool_size, saved_selection
 from course_lib.evo.selection import score
 from course_lib.evo.validation import short_device_name, whole
 
@@ -374,9 +374,10 @@ class ReplicaWork:
         """The same draw over the whole pool on every replica; this replica keeps its slots. Every
         replica tracks the whole population's best, so their bests stay equal."""
         gen = self.gen
-        idx = gen.select(pool_fit, gen.key(generation), blocks=pool.shape[0] // (gen.rows * gen.factor))
+        idx, carried = gen.select(pool_fit, gen.key(generation), state.selection,
+                                  blocks=pool.shape[0] // (gen.rows * gen.factor))
         mine = tf.slice(idx, [replica * gen.rows], [gen.rows])
-        return gen.advance(state, tf.gather(pool, mine), tf.gather(pool_fit, mine),
+        return gen.advance(state._replace(selection=carried), tf.gather(pool, mine), tf.gather(pool_fit, mine),
                            best_of=(pool, tf.gather(pool_fit, idx), idx))
 
     def _islands(self, state, hist, offset, generation, count, replica):
@@ -459,10 +460,14 @@ class ReplicatedProgram:
         shards = tf.split(self.gen.stored(genes), self.replicas, axis=0)
         best = self.gen.stored(saved["replica_best"])
         state = self.strategy.run(self.work.start, args=(self._distribute(lambda r: tf.identity(shards[r])),))
+        initial, stacked = self.gen.initial_selection(), saved.get("replica_selection_state")
+        selections = [saved_selection({} if stacked is None else {"selection_state": stacked[r]}, initial)
+                      for r in range(self.replicas)]
         saved_state = self._distribute(lambda r: (tf.identity(best[r]),
                                                   tf.constant(saved["replica_best_fitness"][r], tf.float32),
-                                                  tf.constant(saved["replica_stale"][r], tf.int32)))
-        return self.strategy.run(lambda s, b: s._replace(best=b[0], best_fitness=b[1], stale=b[2]),
+                                                  tf.constant(saved["replica_stale"][r], tf.int32),
+                                                  tf.identity(selections[r])))
+        return self.strategy.run(lambda s, b: s._replace(best=b[0], best_fitness=b[1], stale=b[2], selection=b[3]),
                                  args=(state, saved_state))
 
     def run(self, state, generation: int, count: int, target, patience):
@@ -473,13 +478,17 @@ class ReplicatedProgram:
         return float(best_fitness[best_of_replicas(best_fitness, stale, self.gen.sign)[0]])
 
     def arrays(self, state) -> dict:
-        pop, fit, best, best_fitness, stale = self.fetch(*state)
+        pop, fit, best, best_fitness, stale = self.fetch(*state[:5])
+        initial = self.gen.initial_selection()  # an empty state is not fetched: collectives of no data can crash
+        selection = self.fetch(state.selection)[0] if initial.shape.num_elements() else \
+            np.zeros((self.replicas, *initial.shape), np.float32)
         r, run_stale = best_of_replicas(best_fitness, stale, self.gen.sign)
         pop = self.gen.unpack(tf.constant(pop.reshape(-1, *pop.shape[2:]))).numpy()
         best = self.gen.unpack(tf.constant(best)).numpy()
         return {"population": pop, "fitness": fit.reshape(-1, *fit.shape[2:]),
                 "best": best[r], "best_fitness": best_fitness[r], "stale": np.int32(run_stale),
-                "replica_best": best, "replica_best_fitness": best_fitness, "replica_stale": stale}
+                "selection_state": selection[r], "replica_best": best, "replica_best_fitness": best_fitness,
+                "replica_stale": stale, "replica_selection_state": selection}
 
 
 # -- reading a distributed run ----------------------------------------------------------------------

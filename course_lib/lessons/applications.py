@@ -46,7 +46,7 @@ from course_lib.problems.tsp import (  # noqa: F401 (lecture 14's names)
 
 # -- TSP models -----------------------------------------------------------------------------------
 
-CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover"}
+CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover", "shared edges": "SharedEdgeCrossover"}
 MUTATIONS = {"inversion": "InversionMutation", "double bridge": "DoubleBridge"}
 
 
@@ -58,8 +58,9 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     selection by default. Children left unmutated pass on their parents' good stretches intact;
     with ``crossover_probability`` below 1 the others are copies of their parent before mutation.
 
-    ``crossover``: "order" (``evo.ops.OrderCrossover``) or "subtour" (``evo.ops.SubtourCrossover``,
-    which keeps edges); ``mutation``: "inversion" or "double bridge" (``evo.ops.DoubleBridge``).
+    ``crossover``: "order" (``evo.ops.OrderCrossover``), "subtour" (``evo.ops.SubtourCrossover``,
+    which keeps edges) or "shared edges" (``evo.ops.SharedEdgeCrossover``: every edge both parents hold);
+    ``mutation``: "inversion" or "double bridge" (``evo.ops.DoubleBridge``).
     ``local_search``: ops (e.g. ``memetic_ops()``: ``evo.ops.TwoOpt``, ``evo.ops.OrOpt``) that
     improve every child after mutation, inside the same compiled generation: a memetic GA.
     ``loadable``: the fitness is ``evo.fitness.TSP(..., loadable=True)``, so
@@ -144,7 +145,9 @@ class Trace:
     """The best tour length a method had found against time: ``seconds`` since it started
     (building and compiling included) on ``clock`` ("wall" or "cpu"), ``lengths`` the best so far
     at each point; ``cpu_s`` the processor time it used in all; ``model`` a GA's compiled model (None
-    for the local search), which ``tsp_variants`` can reuse."""
+    for the local search), which ``tsp_variants`` can reuse; ``compile_s`` what compiling its programs
+    cost (``time_to_quality(..., compiled=True)``: the first chunk's end against the same run's with the
+    programs already compiled; None when not measured)."""
 
     method: str
     seconds: list
@@ -154,11 +157,17 @@ class Trace:
     cpu_s: float
     clock: str = "wall"
     model: evo.Model | None = None
+    compile_s: float | None = None
 
     def length_at(self, seconds: float) -> float:
         """The best length found by ``seconds`` (inf before the first)."""
         found = [length for t, length in zip(self.seconds, self.lengths) if t <= seconds]
         return min(found, default=math.inf)
+
+    def first_generations_s(self) -> float | None:
+        """When the first chunk of generations ended (compile included); None for the local search,
+        whose points are descents."""
+        return self.seconds[1] if self.model is not None and len(self.seconds) > 1 else None
 
     def time_to(self, length: float) -> float:
         """When the best length first reached ``length`` (inf if never)."""
@@ -230,15 +239,26 @@ def memetic_ops(or_opt: bool = False, **two_opt) -> tuple:  # noqa: F811 (the fl
 GA_CHUNK, MEMETIC_CHUNK = 10, 2
 
 
+METHODS = ("local search", "GA", "memetic GA")
+
+
 def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, memetic_population: int = 32,
                     seeded: float = 0.5, seed: int = 0, chunk: int = GA_CHUNK, memetic_chunk: int = MEMETIC_CHUNK,
-                    clock: str = "wall") -> dict:
+                    clock: str = "wall", methods=METHODS, compiled=False) -> dict:
     """Tour length against wall time for three methods, one after the other, each for ``budget_s``:
     multi-start nearest neighbour + 2-opt + or-opt in NumPy, the plain GA (``tsp_model``) from
     random tours, and the memetic GA (``memetic_model``) from a population whose share ``seeded``
     is nearest-neighbour tours (the local search's first starts, made inside its budget) and the
     rest random; both XLA. ``clock="cpu"`` measures processor time instead: on a busy machine,
-    what each would take alone."""
+    what each would take alone. ``methods``: which of ``METHODS`` to run, in that order.
+
+    ``compiled``: True, or the names of some GAs: after each (True: every GA), run it again for the same
+    budget on its model, whose programs are compiled by then (trace "<name>, compiled"), and set the first
+    trace's ``compile_s`` from the two: the curve a method would draw once compiling is paid, and what
+    compiling cost."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"methods must name some of {', '.join(map(repr, METHODS))}; got {list(methods)!r}")
     xy = np.asarray(coordinates)
     n = xy.shape[0]
     d = distance_matrix(xy)
@@ -248,12 +268,29 @@ def time_to_quality(coordinates, budget_s: float, *, ga_population: int = 512, m
         return tour_population(memetic_population, n, seed,
                                include=nearest_neighbour_tours(d, seeded_tours, seed) if seeded_tours else ())
 
-    traces = [multi_start(d, budget_s, seed=seed, clock=clock)]
-    traces.append(ga_trace("GA", lambda: tsp_model(xy, seed=seed), tour_population(ga_population, n, seed),
-                           budget_s, chunk, clock=clock))
-    traces.append(ga_trace("memetic GA", lambda: memetic_model(xy, seed=seed), memetic_start, budget_s,
-                           memetic_chunk, clock=clock))
+    runs = {"local search": lambda: multi_start(d, budget_s, seed=seed, clock=clock),
+            "GA": lambda: ga_trace("GA", lambda: tsp_model(xy, seed=seed), tour_population(ga_population, n, seed),
+                                   budget_s, chunk, clock=clock),
+            "memetic GA": lambda: ga_trace("memetic GA", lambda: memetic_model(xy, seed=seed), memetic_start,
+                                           budget_s, memetic_chunk, clock=clock)}
+    rerun = METHODS[1:] if compiled is True else tuple(compiled or ())
+    traces = []
+    for method in (m for m in METHODS if m in methods):
+        traces.append(runs[method]())
+        if method in rerun:
+            traces.append(_rerun(traces[-1], memetic_start if method == "memetic GA" else
+                                 tour_population(ga_population, n, seed), budget_s,
+                                 memetic_chunk if method == "memetic GA" else chunk, clock))
     return {t.method: t for t in traces}
+
+
+def _rerun(cold: Trace, population, budget_s: float, chunk: int, clock: str) -> Trace:
+    """``cold``'s GA again, on its model (programs compiled), for the same budget; sets ``cold.compile_s``."""
+    warm = ga_trace(f"{cold.method}, compiled", lambda: cold.model, population, budget_s, chunk, clock=clock)
+    cold_first, warm_first = cold.first_generations_s(), warm.first_generations_s()
+    if cold_first is not None and warm_first is not None:
+        cold.compile_s = max(0.0, cold_first - warm_first)
+    return warm
 
 
 def quality_table(traces: dict, budget_s: float) -> list[dict]:
@@ -295,8 +332,9 @@ def plot_time_to_quality(runs: dict, ax=None):
 
 def time_to_quality_reading(title: str, traces: dict, budget_s: float) -> str:
     """What the measurement says, in words: each method's best length at the budget against the
-    multi-start local search's, when the memetic GA first matched it and, on the wall clock, how
-    many cores each method kept busy (its CPU time over the wall time it ran)."""
+    multi-start local search's, what each GA's compile cost and whether its first generations ended past
+    the budget, when the memetic GA first matched the local search and, on the wall clock, how many cores
+    each method kept busy (its CPU time over the wall time it ran)."""
     names = list(traces)
     base = names[0]
     reference = traces[base].length_at(budget_s)
@@ -309,17 +347,61 @@ def time_to_quality_reading(title: str, traces: dict, budget_s: float) -> str:
         ratio = length / reference
         how = (f"{ratio:.1f}x as long" if ratio >= 2 else
                f"{abs(100 * (ratio - 1)):.1f}% {'longer' if ratio > 1 else 'shorter'}")
+        warm = " with its programs already compiled" if name.endswith(", compiled") else ""
+        who = f"the {name.removesuffix(', compiled')}'s best tour{warm}"
         parts.append(f"the {name} had no tour yet (still compiling)" if math.isinf(length) else
-                     f"the {name}'s best tour was {how} ({length:.3f})")
-    matched = traces[names[-1]].time_to(reference)
-    when = (f"; the {names[-1]} first matched the local search after {matched:.1f} s, compile included"
-            if matched <= budget_s else f"; the {names[-1]} did not match the local search within {budget_s:g} s")
+                     f"{who} was {how} ({length:.3f})")
+    memetic = _memetic(traces)
+    matched = traces[memetic].time_to(reference)
+    when = (f"; the {memetic} first matched the local search after {matched:.1f} s, compile included"
+            if matched <= budget_s else f"; the {memetic} did not match the local search within {budget_s:g} s")
+    costs = []
+    for name, t in traces.items():
+        first = t.first_generations_s()
+        compiled = "" if t.compile_s is None else f"compiled for {t.compile_s:.1f} s and "
+        if first is not None and (t.compile_s is not None or first > budget_s):
+            over = (f", {first - budget_s:.1f} s past the budget: no generation counted"
+                    if first > budget_s else "")
+            costs.append(f"the {name} {compiled}ended its first generations at {first:.1f} s{over}")
+    cost = f". Compiling: {'; '.join(costs)}" if costs else ""
     cores = ""
     if traces[base].clock == "wall":
         busy = [f"{name} {t.cpu_s / t.seconds[-1]:.1f}" for name, t in traces.items() if t.seconds[-1] > 0]
         cores = f". Cores kept busy (CPU s per wall s): {', '.join(busy)}"
     return (f"{title}: after {budget_s:g} s, against {traces[base].work} of {base} (best {reference:.3f}), "
-            + " and ".join(parts) + when + cores + ".")
+            + " and ".join(parts) + when + cost + cores + ".")
+
+
+def _memetic(traces: dict) -> str:
+    """The memetic GA's trace name (the last run that paid its compile), for the readings."""
+    cold = [name for name in traces if not name.endswith(", compiled")]
+    return "memetic GA" if "memetic GA" in traces else cold[-1]
+
+
+def time_to_quality_conclusion(runs: dict, budgets) -> str:
+    """Which won at each instance's budget, the multi-start local search or the memetic GA, in one
+    sentence each (``runs``: title -> ``time_to_quality`` traces; ``budgets``: one per run): the memetic
+    GA "went below" the local search only where its best tour at the budget is shorter; where it is not,
+    whether with its programs already compiled (``compiled=True``) it would have, and what compiling cost."""
+    sentences = []
+    for (title, traces), budget in zip(runs.items(), budgets):
+        base = traces[next(iter(traces))]
+        memetic = traces[_memetic(traces)]
+        warm = traces.get(f"{memetic.method}, compiled")
+        target = base.length_at(budget)
+        if memetic.length_at(budget) < target:
+            sentences.append(f"{title}: the memetic GA went below the local search, after "
+                             f"{memetic.time_to(target):.1f} s, compile included.")
+        elif warm is not None and warm.length_at(budget) < target:
+            cost = f" ({memetic.compile_s:.1f} s)" if memetic.compile_s is not None else ""
+            sentences.append(f"{title}: the local search won within {budget:g} s; with its programs already "
+                             f"compiled the memetic GA went below it after {warm.time_to(target):.1f} s, so "
+                             f"compiling{cost} is what it lost by.")
+        else:
+            even = ", not even with its programs already compiled" if warm is not None else ""
+            sentences.append(f"{title}: the local search won: the memetic GA did not go below its best tour "
+                             f"within {budget:g} s{even}.")
+    return " ".join(sentences)
 
 
 def knob_effects(runs: dict, generations: int) -> list[str]:

@@ -34,17 +34,22 @@ PAPER_PARTITIONS = {3: 12, 5: 6, 8: (3, 2), 10: (3, 2), 15: (2, 1)}
 class _NumPy:
     cos, sin, sum, stack, pi = np.cos, np.sin, staticmethod(lambda x: np.sum(x, axis=1)), \
         staticmethod(lambda xs: np.stack(xs, 1)), np.pi
+    maximum = np.maximum
 
 
 class _TF:
     cos, sin, sum, stack, pi = tf.cos, tf.sin, staticmethod(lambda x: tf.reduce_sum(x, axis=1)), \
         staticmethod(lambda xs: tf.stack(xs, 1)), np.pi
+    maximum = tf.maximum
 
 
 def _g_multimodal(xp, z):
-    """DTLZ1's and DTLZ3's g: 100 (k + sum((z - 1/2)² - cos(20 pi (z - 1/2))))."""
+    """DTLZ1's and DTLZ3's g: 100 (k + sum((z - 1/2)² - cos(20 pi (z - 1/2)))), computed as
+    100 sum((z - 1/2)² + 2 sin²(10 pi (z - 1/2))) (1 - cos 2a = 2 sin² a): the same value without
+    adding k terms near -1 to k, which in float32 rounds g to steps of about 1e-4 near the front."""
     d = z - 0.5
-    return 100.0 * (z.shape[1] + xp.sum(d * d - xp.cos(20.0 * xp.pi * d)))
+    s = xp.sin(10.0 * xp.pi * d)
+    return 100.0 * xp.sum(d * d + 2.0 * s * s)
 
 
 def _g_sphere(xp, z):
@@ -68,7 +73,10 @@ def evaluate(xp, x, number: int, m: int):
         pos = pos ** DTLZ4_ALPHA
     r = 1.0 + (_g_multimodal(xp, z) if number == 3 else _g_sphere(xp, z))
     angle = pos * (xp.pi / 2)
-    cos, sin = xp.cos(angle), xp.sin(angle)
+    # in float32 cos(pi/2) is -4.4e-8: at x_i = 1 (a bound SBX and mutation clip to) an objective would
+    # be just below 0, a point no other point dominates, which would hold the extreme points and the
+    # intercepts away from the front. The angle is in [0, pi/2], so its cosine is clamped to 0.
+    cos, sin = xp.maximum(xp.cos(angle), 0.0), xp.sin(angle)
     out = []
     for i in range(m):  # f_i = r * cos(a_1) ... cos(a_{M-1-i}) * sin(a_{M-i})
         f = r

@@ -226,6 +226,32 @@ def local_search(tour, distances, nearest: np.ndarray | None = None) -> np.ndarr
         t = better
 
 
+LKH_SCALE = 1e6  # LKH-3 rounds distances to whole numbers: coordinates this much larger keep 6 digits
+
+
+def lkh_available() -> bool:
+    """Whether elkai (LKH-3, the ``bench`` extra: ``pip install -e .[bench]``) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("elkai") is not None
+
+
+def lkh_tour(coordinates, runs: int = 1) -> np.ndarray:
+    """LKH-3's tour (n,) through cities in the plane, via elkai (Helsgaun's Lin-Kernighan heuristic, the
+    reference a heuristic's tour is read against). Coordinates are scaled by ``LKH_SCALE`` first, since
+    LKH-3 rounds each distance to a whole number."""
+    if not lkh_available():
+        raise ImportError("lkh_tour needs elkai (LKH-3), an optional benchmark dependency: "
+                          "pip install -e '.[bench]' (or pip install elkai)")
+    import elkai
+
+    xy = np.asarray(coordinates, dtype=np.float64) * LKH_SCALE
+    if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] < 3:
+        raise ValueError(f"lkh_tour needs city coordinates (n, 2) with n >= 3, got shape {xy.shape}")
+    route = elkai.Coordinates2D({i: (float(a), float(b)) for i, (a, b) in enumerate(xy)}).solve_tsp(runs=runs)
+    return np.asarray(route[:-1], dtype=np.int64)  # elkai closes the tour by repeating its first city
+
+
 def nearest_neighbour_tours(distances, count: int, seed: int = 0) -> np.ndarray:
     """``count`` nearest-neighbour tours (count, n) from distinct random start cities, the same
     starts, in the same order, as ``multi_start`` with this seed."""

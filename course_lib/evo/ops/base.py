@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from course_lib.evo import knobs as knobs_lib
 from course_lib.evo import rng
-from course_lib.evo.config import constructor_config
+from course_lib.evo.config import Checked, constructor_config
 from course_lib.evo.fusion import materialize
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import GenomeSpec, SymbolicTensor, check_binary, check_gene_dtype, connect
@@ -37,23 +37,11 @@ def check_rate(op: str, rate: Any, name: str = "rate") -> float:
     return float(rate)
 
 
-class Knob:
+class Knob(Checked):
     """An op's scalar setting (``rate``, ``probability``, ``stddev``, ``eta``), checked by
     ``check(op_name, value, name)`` whenever it is set: at construction and between runs. Its program
     reads it at run time (``Op.knobs``), so a new value compiles again only where it changes the
     program's structure."""
-
-    def __init__(self, check):
-        self.check = check
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, op, owner=None) -> Any:
-        return self if op is None else op.__dict__[self.name]
-
-    def __set__(self, op, value) -> None:
-        op.__dict__[self.name] = self.check(type(op).__name__, value, self.name)
 
 
 # Every public op class by name, filled as op modules are imported (``evo.ops.registry()`` imports them all).
@@ -69,7 +57,9 @@ class Op:
     Keras random layer does), so applying an op twice is two different draws.
 
     A subclass registers itself under its class name unless the name starts with ``_`` or it
-    is declared with ``register=False`` (a public base class such as ``Crossover``).
+    is declared with ``register=False`` (a public base class such as ``Crossover``); one defined in
+    a notebook or script (``__main__``) registers too, so that its models save and load there and in
+    a new process that defines it again.
     """
 
     arity: tuple[int, int] = (1, 1)  # how many input populations it accepts (min, max)
@@ -81,10 +71,16 @@ class Op:
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)
-        # a module run with ``python -m`` defines its classes again as __main__: the imported ones count
-        if not register or cls.__name__.startswith("_") or cls.__module__ == "__main__":
+        if not register or cls.__name__.startswith("_"):
             return
         taken = REGISTRY.get(cls.__name__)
+        if cls.__module__ == "__main__" or (taken is not None and taken.__module__ == "__main__"):
+            # a notebook's or script's op registers so that its models load; an imported class of the same
+            # name wins (a module run with ``python -m`` defines its classes again as __main__), and
+            # ``save_model`` refuses a __main__ op whose name an imported one holds
+            if taken is None or taken.__module__ == "__main__" or cls.__module__ != "__main__":
+                REGISTRY[cls.__name__] = cls
+            return
         if taken is not None and taken.__module__ != cls.__module__:  # same module: a reload replaces it
             raise TypeError(f"op name {cls.__name__!r} is taken by {taken.__module__}.{taken.__qualname__}; "
                             f"give {cls.__module__}.{cls.__qualname__} another name")

@@ -60,24 +60,15 @@ def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Ten
     return tf.gather(tours, tf.range(tours.shape[1])[None, :] + offset, batch_dims=1)
 
 
-class _LocalSearch(PermutationOp):
-    """What both local searches share: distances from the fitness, ``steps`` rounds of ``improve``
-    per call, each on ``candidates`` random moves per tour (None: all of them), biased to each
-    city's ``neighbours`` nearest cities (None: uniform).
+class DistanceOp(PermutationOp, register=False):
+    """What the ops that read a tour's distances share: the distances (and, with ``neighbours``, each
+    city's nearest cities) taken from the model's fitness (``evo.fitness.TSP``) by ``attach``, and the
+    checks that the tours given match them."""
 
-    The rounds are one ``tf.while_loop`` of exactly ``steps`` trips on every target: a round works
-    on the tours the round before left, so the loop is essential, and its trip count is static, so
-    XLA:GPU runs it on the device without reading a condition back to the host."""
+    neighbours: int | None = None
 
-    def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
+    def __init__(self, name: str | None):
         super().__init__(name)
-        kind = type(self).__name__
-        self.steps = whole("steps", steps, 1, kind)
-        self.candidates = None if candidates is None else whole("candidates", candidates, 1, kind)
-        self.neighbours = None if neighbours is None else whole("neighbours", neighbours, 1, kind)
-        if self.candidates is None and self.neighbours is None:
-            raise ValueError(f"{kind}: candidates=None scores every move near each city, so it needs "
-                             "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
         self.distances = self.nearest = None
         self.n = 0
         self.source: tuple[int, int] | None = None  # (the fitness attached, its ``version`` then)
@@ -129,6 +120,26 @@ class _LocalSearch(PermutationOp):
         if not self.attached(self._fitness):
             raise ValueError(f"{type(self).__name__} holds the distances of cities its TSP has replaced since "
                              "(TSP.load); call op.attach(fitness) again (evolve does so itself)")
+
+
+class _LocalSearch(DistanceOp):
+    """What both local searches share: distances from the fitness, ``steps`` rounds of ``improve``
+    per call, each on ``candidates`` random moves per tour (None: all of them), biased to each
+    city's ``neighbours`` nearest cities (None: uniform).
+
+    The rounds are one ``tf.while_loop`` of exactly ``steps`` trips on every target: a round works
+    on the tours the round before left, so the loop is essential, and its trip count is static, so
+    XLA:GPU runs it on the device without reading a condition back to the host."""
+
+    def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
+        super().__init__(name)
+        kind = type(self).__name__
+        self.steps = whole("steps", steps, 1, kind)
+        self.candidates = None if candidates is None else whole("candidates", candidates, 1, kind)
+        self.neighbours = None if neighbours is None else whole("neighbours", neighbours, 1, kind)
+        if self.candidates is None and self.neighbours is None:
+            raise ValueError(f"{kind}: candidates=None scores every move near each city, so it needs "
+                             "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
 
     def improve(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """One round on int32 tours (B, L): score candidate moves, apply improving ones."""

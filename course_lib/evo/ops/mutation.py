@@ -357,13 +357,18 @@ class RandomValueMutation(_GeneMutation):
     def __init__(self, rate: float, low: int, high: int, name: str | None = None):
         super().__init__(name)
         self.rate = rate
+        self.check_range(low, high)
+        self.low, self.high = low, high
+
+    @staticmethod
+    def check_range(low, high) -> None:
+        """A clear error unless [low, high) is a range of integers it can draw from."""
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low >= high:
             raise ValueError(f"RandomValueMutation needs integers low < high (values in [low, high)), "
                              f"got low={low!r}, high={high!r}")
         if high - low > 2**31:
             raise ValueError(f"RandomValueMutation draws from at most 2**31 values, got [{low}, {high}); "
                              "narrow the range")
-        self.low, self.high = low, high
 
     @classmethod
     def example(cls, length):
@@ -371,6 +376,7 @@ class RandomValueMutation(_GeneMutation):
 
     def check(self, *specs):
         self.require(specs[0], "integer")
+        self.check_range(self.low, self.high)  # again: low and high can be set in place after construction
         check_fits(type(self).__name__, self.low, self.high, specs[0].dtype)
         return specs[0]
 
@@ -401,9 +407,14 @@ class GaussianMutation(_GeneMutation):
     def __init__(self, stddev: float, rate: float = 1.0, low: float | None = None,
                  high: float | None = None, name: str | None = None):
         super().__init__(name)
-        if low is not None and high is not None and not low < high:
-            raise ValueError(f"GaussianMutation needs low < high, got low={low}, high={high}")
         self.stddev, self.low, self.high, self.rate = stddev, low, high, rate
+        self.check_bounds()
+
+    def check_bounds(self) -> None:
+        """A clear error unless low < high where both are given (checked again on each run: they can be
+        set in place)."""
+        if self.low is not None and self.high is not None and not self.low < self.high:
+            raise ValueError(f"GaussianMutation needs low < high, got low={self.low}, high={self.high}")
 
     def knobs(self, spec):
         # rate 1 changes every gene with no mask: another structure
@@ -416,6 +427,7 @@ class GaussianMutation(_GeneMutation):
 
     def check(self, *specs):
         self.require(specs[0], "float")
+        self.check_bounds()
         return specs[0]
 
     def apply(self, inputs, key, rows):

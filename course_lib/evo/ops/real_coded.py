@@ -45,6 +45,8 @@ class _Bounded:
 
     def check_bounds(self, spec):
         self.require(spec, "float")
+        # again on each run: low and high can be set in place (``sbx.low = -2.0``)
+        self.low, self.high = _bounds(type(self).__name__, self.low, self.high)
         for name, b in (("low", self.low), ("high", self.high)):
             if len(b) not in (1, spec.size):
                 raise ValueError(f"{type(self).__name__}: {name} has {len(b)} values, but genomes have "
