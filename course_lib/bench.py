@@ -9,12 +9,16 @@ run, next to a description of the machine.
 A verdict ("faster", "slower", "no measurable difference") is called the same way everywhere
 (``Comparison.verdict``): the variants run in interleaved rounds, the baseline twice per round
 (an A/A pair: the same code against itself), a bootstrap over the rounds gives each ratio a 95%
-interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A
-difference is called only when the ratio's whole interval lies outside the floor, and "no measurable
-difference" only when it lies within ``MIN_FLOOR`` (1.05x) of 1, the least floor: a wide floor can hide a
-difference that a quieter re-run calls, so it never rules one out. Any other interval, still so after more
-rounds (as many as a few seconds buy), is "too close to call"; a re-run can move such a ratio to either
-side, and then it contradicts neither of the other two verdicts.
+interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A pair of two
+other variants is judged on its own floor, the larger of the two variants' own (each against itself in
+adjacent rounds), not on the baseline's. A difference is called only when the ratio's whole interval lies
+outside the floor, and "no measurable difference" only when it lies within ``MIN_FLOOR`` (1.05x) of 1, the
+least floor: a wide floor can hide a difference that a quieter re-run calls, so it never rules one out. Any
+other interval, still so after more rounds (as many as a few seconds buy), is "too close to call"; a re-run
+can move such a ratio to either side, and then it contradicts neither of the other two verdicts. Fewer than
+``MIN_ROUNDS`` rounds give no interval and no verdict. Adding rounds while a ratio is unsettled is repeated
+looking, so each look's interval is widened (``looks``) to keep the 95% for the look the rounds stop at.
+Every table and sentence writes a ratio and its interval one way: "1.17x slower (95% interval 1.07–1.34x)".
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = [
     "machine",
     "machine_summary",
     "table",
+    "interval_text",
     "save_report",
     "Report",
     "command",
@@ -151,21 +156,39 @@ def measure(fn: Callable[[], Any], *, name: str = "fn", repeats: int = 7, warmup
     return Timing(name=name, first_call_s=first, times_s=times, number=number)
 
 
-CONFIDENCE = 0.95        # the bootstrap interval of every ratio
+CONFIDENCE = 0.95        # the coverage of every ratio's interval, repeated looks at the rounds included
 BOOTSTRAP_SAMPLES = 2000  # resamples of the rounds; enough for a stable 2.5th and 97.5th percentile
 BOOTSTRAP_SEED = 0       # fixed, so the same timings always give the same interval and verdict
 MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is never called, because two runs
                          # of a lecture on a shared machine drift by that much even when each run's A/A is tight;
                          # and only an interval within it of 1 is "no measurable difference"
+MIN_ROUNDS = 5           # fewer rounds give no interval and no verdict: a bootstrap of a median over 3 rounds has
+                         # 10 distinct resamples, and the point estimate sits on its own interval's edge
 TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
-MORE_ROUNDS = 3          # a comparison left unsettled after its rounds gets more blocks of as many: this many in all,
-SETTLE_S = 10.0          # and more while its rounds so far took under this many seconds (few rounds give lumpy
-MOST_ROUNDS = 12         # intervals; cheap ones can afford more), but never more than this many blocks
+LOOK_BLOCKS = (1, 2, 4, 8)  # ``compare_timers`` judges the rounds after this many blocks of ``repeats`` rounds
+MORE_ROUNDS = 2          # and always runs this many blocks while a ratio is unsettled; beyond them, more only
+SETTLE_S = 10.0          # while its rounds so far took under this many seconds (few rounds give lumpy intervals;
+MOST_ROUNDS = LOOK_BLOCKS[-1]  # cheap ones can afford more), up to this many blocks
 TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after the extra rounds
+TOO_FEW = "too few rounds"       # the verdict of a pair with fewer than MIN_ROUNDS rounds: not judged at all
 
 
-def ratio_interval(over_s: Sequence[float], name_s: Sequence[float]) -> tuple[float, float]:
-    """The 95% bootstrap interval of median(over_s) / median(name_s), deterministic given the times.
+def looks(repeats: int) -> int:
+    """How many times ``compare_timers`` may judge rounds taken in blocks of ``repeats``: once after each of
+    ``LOOK_BLOCKS`` that holds at least ``MIN_ROUNDS`` rounds (fewer are never judged, so they are no look).
+
+    Stopping when a ratio looks settled and going on when it does not is repeated looking: each look is
+    another chance for a 95% interval to miss, so the chance that the interval the method stops at misses
+    is more than 5%. Each look's interval is therefore taken at ``1 - (1 - CONFIDENCE) / looks`` (Bonferroni):
+    the chance that any of them misses, and so the one reported, stays under 5%.
+    """
+    return max(1, sum(1 for blocks in LOOK_BLOCKS if blocks * repeats >= MIN_ROUNDS))
+
+
+def ratio_interval(over_s: Sequence[float], name_s: Sequence[float],
+                   confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The bootstrap interval (95% unless ``confidence`` says otherwise) of median(over_s) / median(name_s),
+    deterministic given the times.
 
     The rounds are resampled with replacement; when both lists have one entry per round (the same
     length), the same rounds are drawn for both, so a round that was slow for every variant moves
@@ -178,7 +201,9 @@ def ratio_interval(over_s: Sequence[float], name_s: Sequence[float]) -> tuple[fl
     ia = rng.integers(0, a.size, (BOOTSTRAP_SAMPLES, a.size))
     ib = ia if a.size == b.size else rng.integers(0, b.size, (BOOTSTRAP_SAMPLES, b.size))
     ratios = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
-    tail = (1 - CONFIDENCE) / 2 * 100
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie between 0 and 1, got {confidence!r}")
+    tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(ratios, [tail, 100 - tail])
     return float(lo), float(hi)
 
@@ -189,7 +214,10 @@ class Comparison:
 
     ``speedup`` of a variant is baseline median / variant median: above 1 is faster. ``twin`` is the
     baseline timed a second time in the same rounds (``compare`` adds it); its ratio to the baseline
-    sets ``noise_floor``. Renders as a table in a notebook (``_repr_html_``) and exports with
+    sets ``noise_floor``, the floor of every pair with the baseline in it. A pair of two other variants is
+    judged on a floor of its own (``floor``), so a noisy baseline does not decide it. ``looks`` is how many
+    times the rounds were judged on the way (``looks``; 1 for timings put together by hand): each interval
+    is widened for them. Renders as a table in a notebook (``_repr_html_``) and exports with
     ``to_dict``/``to_json``.
     """
 
@@ -200,8 +228,9 @@ class Comparison:
     params: dict = field(default_factory=dict)
     twin: Timing | None = None
     repeats: int | None = None  # the rounds asked for; ``rounds`` may be a multiple of it (None: put together by hand)
+    looks: int = 1  # how many times the rounds could be judged while they were taken (``looks(repeats)``)
 
-    COLUMNS = ("variant", "first call (ms)", "median (ms)", "spread (ms)", "speedup", "speedup 95% interval", "verdict")
+    COLUMNS = ("variant", "first call (ms)", "median (ms)", "spread (ms)", "against the baseline", "verdict")
 
     def __getitem__(self, name: str) -> Timing:
         for t in self.timings:
@@ -219,70 +248,140 @@ class Comparison:
         settled after them (``compare_timers``)."""
         return len(self.timings[0].times_s)
 
+    @property
+    def confidence(self) -> float:
+        """The coverage of each interval: 95% split over the looks (Bonferroni), so that the interval the
+        rounds stopped at covers the true ratio with at least 95% whichever look it was."""
+        return 1 - (1 - CONFIDENCE) / self.looks
+
     def speedup(self, name: str, over: str | None = None) -> float:
         """How many times faster ``name`` ran than ``over`` (the baseline by default)."""
         return self[over or self.baseline].median_s / self[name].median_s
 
     def interval(self, name: str, over: str | None = None) -> tuple[float, float]:
-        """The 95% bootstrap interval of ``speedup(name, over)``, over the measured rounds."""
-        return ratio_interval(self[over or self.baseline].times_s, self[name].times_s)
+        """The bootstrap interval of ``speedup(name, over)`` over the measured rounds, at ``confidence``.
+        Computed whatever the rounds; with fewer than ``MIN_ROUNDS`` nothing renders it (``enough_rounds``)."""
+        return ratio_interval(self[over or self.baseline].times_s, self[name].times_s, self.confidence)
+
+    def enough_rounds(self, name: str, over: str | None = None) -> bool:
+        """Whether both sides have at least ``MIN_ROUNDS`` rounds: with fewer, no interval and no verdict."""
+        return min(len(self[name].times_s), len(self[over or self.baseline].times_s)) >= MIN_ROUNDS
 
     @property
     def noise_floor(self) -> float:
-        """The factor below which no difference is called: the farther end of the A/A pair's interval
-        (the baseline against itself, in the same rounds), and never less than ``MIN_FLOOR``. Without a
-        twin (timings put together by hand, from separate runs) it is ``MIN_FLOOR``."""
+        """The baseline's floor: the farther end of the A/A pair's 95% interval (the baseline against itself,
+        in the same rounds), and never less than ``MIN_FLOOR``. Without a twin (timings put together by hand,
+        from separate runs) it is ``MIN_FLOOR``."""
         if self.twin is None:
             return MIN_FLOOR
-        lo, hi = ratio_interval(self[self.baseline].times_s, self.twin.times_s)
-        return max(MIN_FLOOR, hi, 1 / lo)
+        return _floor_of(*ratio_interval(self[self.baseline].times_s, self.twin.times_s))
+
+    def own_floor(self, name: str) -> float:
+        """A variant's own noise floor. The baseline's is ``noise_floor``. Any other variant is set against
+        itself in adjacent rounds (rounds 1 and 2, 3 and 4, ...): the farther end of that pair's 95% interval,
+        never less than ``MIN_FLOOR``. It costs no extra timing, and it holds the variant's own jitter and
+        what a neighbour left behind for it (each round starts one variant later), not the baseline's."""
+        if name == self.baseline:
+            return self.noise_floor
+        times = self[name].times_s
+        pairs = len(times) // 2
+        if pairs == 0:
+            return MIN_FLOOR
+        return _floor_of(*ratio_interval(times[0:2 * pairs:2], times[1:2 * pairs:2]))
+
+    def floor(self, name: str, over: str | None = None) -> float:
+        """The noise floor a pair is judged on: with the baseline in it, the baseline's A/A floor; otherwise
+        the larger of the two variants' own floors (``own_floor``), so that each pair is judged against its
+        own noise, and a quiet pair beside a noisy baseline is not hidden by the baseline's jitter."""
+        over = over or self.baseline
+        if self.baseline in (name, over):
+            return self.noise_floor
+        return max(self.own_floor(name), self.own_floor(over))
 
     def settled(self, name: str, over: str | None = None) -> bool:
         """Whether more rounds would not change the verdict but for an unlucky run: the difference is
         called, or the ratio's whole interval lies within ``MIN_FLOOR`` of 1. An interval across an edge of
         the floor is not settled, nor one inside a wide floor that reaches past ``MIN_FLOOR``: a difference the
-        floor's width hides in this run, which a narrower floor in a re-run may call (``compare_timers`` adds
-        rounds until every variant is settled)."""
-        return self.call(name, over) != TOO_CLOSE
+        floor's width hides in this run, which a narrower floor in a re-run may call, nor a pair with fewer
+        than ``MIN_ROUNDS`` rounds (``compare_timers`` adds rounds until every variant is settled)."""
+        return self.call(name, over) not in (TOO_CLOSE, TOO_FEW)
 
     def apart(self, name: str, over: str | None = None) -> bool:
         """Whether the difference is called: the ratio's whole interval lies outside
-        [1 / noise_floor, noise_floor]."""
+        [1 / floor, floor] for the pair's ``floor``."""
         return self.call(name, over) in ("faster", "slower")
 
     def call(self, name: str, over: str | None = None) -> str:
-        """The verdict in words: "faster" or "slower" (the whole interval outside the noise floor), "no
-        difference" (the whole interval within ``MIN_FLOOR`` of 1) or "too close to call" (not ``settled``,
-        so a re-run may fall on either side)."""
-        return _judge(*self.interval(name, over), self.noise_floor)
+        """The verdict in words: "faster" or "slower" (the whole interval outside the pair's noise floor), "no
+        difference" (the whole interval within ``MIN_FLOOR`` of 1), "too close to call" (not ``settled``,
+        so a re-run may fall on either side) or "too few rounds" (fewer than ``MIN_ROUNDS``: not judged)."""
+        if not self.enough_rounds(name, over):
+            return TOO_FEW
+        return _judge(*self.interval(name, over), self.floor(name, over))
+
+    def judged(self, name: str, over: str | None = None) -> str:
+        """The ratio with its interval in the one notation of every table and sentence, led by its verdict
+        where it is not called: "1.92x faster (95% interval 1.85–1.99x)", "1.17x slower (95% interval
+        1.07–1.34x)", "no measurable difference, 1.02x (95% interval 0.97–1.03x)", "too close to call, 1.06x
+        (95% interval 1.02–1.11x)" or "too few rounds to judge (3; at least 5 needed)". What a helper lists as
+        a gain: a ratio the verdict did not call never appears bare."""
+        call = self.call(name, over)
+        if call == TOO_FEW:
+            return self._too_few(name, over)
+        text = self.ratio_with_interval(name, over)
+        return {"no difference": f"no measurable difference, {text}", TOO_CLOSE: f"{TOO_CLOSE}, {text}"}.get(call, text)
+
+    def ratio_with_interval(self, name: str, over: str | None = None) -> str:
+        """The ratio and its interval in one notation, the interval oriented like the number it qualifies:
+        "1.92x faster (95% interval 1.85–1.99x)" and "1.17x slower (95% interval 1.07–1.34x)" where the
+        difference is called, the plain factor "1.06x (95% interval 1.02–1.11x)" where it is not (a hedge
+        reads as no direction), "" with fewer than ``MIN_ROUNDS`` rounds."""
+        if not self.enough_rounds(name, over):
+            return ""
+        ratio, (lo, hi) = self.speedup(name, over), self.interval(name, over)
+        if not self.apart(name, over):
+            return f"{_times(ratio)} {interval_text(lo, hi)}"
+        if ratio >= 1:
+            return f"{ratio_text(ratio)} faster {interval_text(lo, hi)}"
+        return f"{ratio_text(1 / ratio)} slower {interval_text(1 / hi, 1 / lo)}"
+
+    def _too_few(self, name: str, over: str | None) -> str:
+        n = min(len(self[name].times_s), len(self[over or self.baseline].times_s))
+        return f"{TOO_FEW} to judge ({n}; at least {MIN_ROUNDS} needed)"
+
+    def _floor_words(self, name: str, over: str) -> str:
+        floor = self.floor(name, over)
+        return (f"noise floor {_factor(floor)}x" if self.baseline in (name, over)
+                else f"this pair's noise floor {_factor(floor)}x")
 
     def verdict(self, name: str, over: str | None = None) -> str:
         """One sentence read from the measurement, so committed prose and a re-run cannot disagree.
 
         "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x; noise floor 1.05x)", "... 3.1x
-        slower than ...", "cache against naive: no measurable difference (1.02x; 95% interval
-        0.97–1.03x, within the least noise floor of 1.05x)", or "cache against naive: too close to call
-        (1.06x; 95% interval 1.02–1.11x reaches across the noise floor of 1.05x)".
-        ``lectures.verdicts_in`` reads them back.
+        slower than ...", "cache against naive: no measurable difference, 1.02x (95% interval 0.97–1.03x),
+        within the least noise floor of 1.05x", "cache against naive: too close to call, 1.06x (95% interval
+        1.02–1.11x), reaching across the noise floor of 1.05x", or "cache against naive: too few rounds to
+        judge (3; at least 5 needed)". A pair without the baseline names its own floor ("this pair's noise
+        floor"). ``lectures.verdicts_in`` reads them back.
         """
         over = over or self.baseline
-        ratio = self.speedup(name, over)
-        lo, hi = self.interval(name, over)
-        floor = self.noise_floor
-        call = _judge(lo, hi, floor)
+        call = self.call(name, over)
+        if call == TOO_FEW:
+            return f"{name} against {over}: {self._too_few(name, over)}"
+        text = self.ratio_with_interval(name, over)
         if call == "no difference":
-            return (f"{name} against {over}: no measurable difference ({ratio_text(ratio)}; 95% interval "
-                    f"{_factor(lo)}–{_factor(hi)}x, within the least noise floor of {_factor(MIN_FLOOR)}x)")
+            return (f"{name} against {over}: no measurable difference, {text}, within the least noise floor of "
+                    f"{_factor(MIN_FLOOR)}x")
+        floor_words = self._floor_words(name, over)
         if call == TOO_CLOSE:
-            where = (f"reaches across the noise floor of {_factor(floor)}x" if lo < 1 / floor or hi > floor else
-                     f"lies inside the noise floor of {_factor(floor)}x, too wide to rule out a difference")
-            return (f"{name} against {over}: {TOO_CLOSE} ({ratio_text(ratio)}; 95% interval "
-                    f"{_factor(lo)}–{_factor(hi)}x {where})")
-        if ratio >= 1:
-            direction = f"{ratio_text(ratio)} faster than"
-        else:  # the interval in the headline's direction: how many times slower
-            direction, lo, hi = f"{ratio_text(1 / ratio)} slower than", 1 / hi, 1 / lo
-        return f"{name}: {direction} {over} (95% interval {_factor(lo)}–{_factor(hi)}x; noise floor {_factor(floor)}x)"
+            lo, hi = self.interval(name, over)
+            floor = self.floor(name, over)
+            the_floor = ("the " if self.baseline in (name, over) else "") + floor_words.replace("floor ", "floor of ")
+            where = (f"reaching across {the_floor}" if lo < 1 / floor or hi > floor else
+                     f"inside {the_floor}, too wide to rule out a difference")
+            return f"{name} against {over}: {TOO_CLOSE}, {text}, {where}"
+        ratio_words, _, interval = text.partition(" (")
+        return f"{name}: {ratio_words} than {over} ({interval[:-1]}; {floor_words})"
 
     def verdicts(self) -> "Verdicts":
         """Every variant's verdict against the baseline, shown as a Markdown list in a notebook."""
@@ -292,28 +391,39 @@ class Comparison:
         return "baseline" if name == self.baseline else self.call(name)
 
     def rows(self) -> list[tuple]:
+        """The table's rows: name, first call and median (ms), spread (text), the ratio against the baseline with
+        its interval (``ratio_with_interval``; "" for the baseline, and no interval from too few rounds) and the
+        verdict."""
         out = []
         for t in self.timings:
             lo, hi = t.spread_s
-            ci_lo, ci_hi = self.interval(t.name)
-            out.append((t.name, t.first_call_s * 1e3, t.median_s * 1e3,
-                        f"{lo * 1e3:.3g}–{hi * 1e3:.3g}", self.speedup(t.name),
-                        "" if t.name == self.baseline else f"{_factor(ci_lo)}–{_factor(ci_hi)}x",
-                        self._call_word(t.name)))
+            n = min(len(t.times_s), len(self[self.baseline].times_s))
+            against = ("" if t.name == self.baseline else self.ratio_with_interval(t.name)
+                       or f"no interval from {n} rounds (at least {MIN_ROUNDS} needed)")
+            out.append((t.name, t.first_call_s * 1e3, t.median_s * 1e3, f"{lo * 1e3:.3g}–{hi * 1e3:.3g}",
+                        against, self._call_word(t.name)))
         return out
 
     def floor_text(self) -> str:
-        """How the noise floor was measured, for a caption."""
+        """How the noise floors were measured and what the intervals cover, for a caption."""
         how = (f"the baseline against itself in the same {len(self.twin.times_s)} rounds" if self.twin is not None
                else "no A/A pair was timed, so the least floor")
-        return f"noise floor {_factor(self.noise_floor)}x ({how})"
+        text = f"noise floor {_factor(self.noise_floor)}x ({how})"
+        if self.looks > 1:
+            text += (f"; each interval at {self.confidence:.2%} so that the {self.looks} looks at the rounds keep "
+                     f"{CONFIDENCE:.0%} in all")
+        return text
 
     def to_dict(self) -> dict:
+        def variant(t: Timing) -> dict:
+            enough = self.enough_rounds(t.name)
+            return dict(t.to_dict(), speedup=self.speedup(t.name),
+                        interval=list(self.interval(t.name)) if enough else None, verdict=self._call_word(t.name))
+
         return {"title": self.title, "baseline": self.baseline, "params": self.params, "repeats": self.repeats,
-                "machine": self.machine, "columns": list(self.COLUMNS), "noise_floor": self.noise_floor,
-                "twin": None if self.twin is None else self.twin.to_dict(),
-                "variants": [dict(t.to_dict(), speedup=self.speedup(t.name), interval=list(self.interval(t.name)),
-                                  verdict=self._call_word(t.name)) for t in self.timings]}
+                "looks": self.looks, "machine": self.machine, "columns": list(self.COLUMNS),
+                "noise_floor": self.noise_floor, "twin": None if self.twin is None else self.twin.to_dict(),
+                "variants": [variant(t) for t in self.timings]}
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         text = json.dumps(self.to_dict(), indent=2, default=str)
@@ -324,18 +434,17 @@ class Comparison:
 
     def __repr__(self) -> str:
         header = f"{self.title}\n" if self.title else ""
-        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, speedup_text(sp), ci, call)
-                for name, first, med, spread, sp, ci, call in self.rows()]
+        rows = [(name, f"{first:.3g}", f"{med:.3g}", spread, against, call)
+                for name, first, med, spread, against, call in self.rows()]
         return (header + text_table(self.COLUMNS, rows)
                 + f"\n(baseline: {self.baseline}; {self.floor_text()}; {machine_summary(self.machine)})")
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.COLUMNS)
         body = []
-        for name, first, med, spread, sp, ci, call in self.rows():
+        for name, first, med, spread, against, call in self.rows():
             body.append(f"<tr><td>{html.escape(name)}</td><td>{first:.3g}</td><td>{med:.3g}</td>"
-                        f"<td>{spread}</td><td><b>{speedup_text(sp)}</b></td><td>{ci}</td>"
-                        f"<td>{html.escape(call)}</td></tr>")
+                        f"<td>{spread}</td><td><b>{html.escape(against)}</b></td><td>{html.escape(call)}</td></tr>")
         caption = html.escape(self.title) if self.title else ""
         return (f"<table><caption>{caption}</caption><tr>{head}</tr>{''.join(body)}</table>"
                 f"<p><small>baseline: {html.escape(self.baseline)}; {html.escape(self.floor_text())}; "
@@ -345,6 +454,17 @@ class Comparison:
         """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
         from course_lib.plotting import speedup_bars
         return speedup_bars(self, ax=ax)
+
+
+def _floor_of(lo: float, hi: float) -> float:
+    """A noise floor from an A/A interval: its farther end from 1, never less than ``MIN_FLOOR``."""
+    return max(MIN_FLOOR, hi, 1 / lo)
+
+
+def interval_text(lo: float, hi: float) -> str:
+    """An interval in the one notation of every table and sentence, "(95% interval 1.07–1.34x)", written after the
+    factor it qualifies and oriented like it."""
+    return f"({CONFIDENCE:.0%} interval {_factor(lo)}–{_factor(hi)}x)"
 
 
 def _judge(lo: float, hi: float, floor: float) -> str:
@@ -448,10 +568,13 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     later. ``first_call_s`` is each variant's first call, timed before the rounds.
 
     A verdict flips between two runs when a ratio's interval straddles an edge of the noise floor: the
-    rounds could not tell. So while a variant is not ``settled``, another block of ``repeats`` rounds is run:
-    up to ``MORE_ROUNDS`` blocks in all, and beyond that while the rounds so far took under ``SETTLE_S``
-    seconds, up to ``MOST_ROUNDS`` blocks; a ratio that sits on the floor's edge stays unsettled, and its
-    verdict is "too close to call".
+    rounds could not tell. So the rounds are judged after each of ``LOOK_BLOCKS`` blocks of ``repeats`` rounds,
+    and while a variant is not ``settled`` against the baseline (fewer than ``MIN_ROUNDS`` rounds are never
+    settled), the blocks go on to the next look: always up to ``MORE_ROUNDS`` blocks, beyond that while the
+    rounds so far took under ``SETTLE_S`` seconds, up to ``MOST_ROUNDS`` blocks; a ratio that sits on the floor's
+    edge stays unsettled, and its verdict is "too close to call". Deciding whether to go on from what the rounds
+    show is repeated looking, which would let more than 5% of the intervals miss; the comparison's ``looks``
+    (``looks(repeats)``) widens every interval for it.
     """
     if baseline not in timers:
         raise ValueError(f"unknown baseline {baseline!r}; variants are: {', '.join(timers)}")
@@ -467,11 +590,11 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
         twin_timing = Timing(name=f"{baseline} ({TWIN})", first_call_s=first_call_s[baseline],
                              times_s=list(times[TWIN]), number=numbers.get(baseline, 1))
         return Comparison(timings=timings, baseline=baseline, title=title, params=dict(params or {}),
-                          twin=twin_timing, repeats=repeats)
+                          twin=twin_timing, repeats=repeats, looks=looks(repeats))
 
     r, started = 0, time.perf_counter()
-    while True:
-        for _ in range(repeats):
+    for blocks in LOOK_BLOCKS:
+        while r < blocks * repeats:
             # each round starts one variant later, so no variant always runs right after the same one:
             # a call straight after a long NumPy run can be slower (caches, allocator, threads;
             # docs/performance.md has the figure)
@@ -479,9 +602,9 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
                 times[name].append(run[name]())
             r += 1
         comparison = measured()
-        if all(comparison.settled(n) for n in timers if n != baseline) or r >= MOST_ROUNDS * repeats:
+        if all(comparison.settled(n) for n in timers if n != baseline):
             break
-        if r >= MORE_ROUNDS * repeats and time.perf_counter() - started >= SETTLE_S:
+        if blocks >= MORE_ROUNDS and time.perf_counter() - started >= SETTLE_S:
             break
     for i, timing in enumerate(comparison.timings):
         if on_result is not None:

@@ -47,6 +47,10 @@ def _report_twice(changes, path) -> None:
     report = json.loads(path.read_text())
     print(f"{report['changed']} of {report['verdicts']} verdict(s) changed between the two runs, "
           f"{report['contradicted']} of them to one the other run ruled out (details: {path})")
+    if "explanations" in report:  # every other sentence the cells render, figures masked
+        said = report["explanations"]
+        print(f"{said['changed']} of {said['sentences']} explanation sentence(s) changed, "
+              f"{said['contradicted']} of them to a different claim")
     if report["failed"]:
         print(f"failed in a run, so not compared: {', '.join(report['failed'])}", file=sys.stderr)
 

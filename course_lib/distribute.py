@@ -225,7 +225,7 @@ def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> ben
     call = comparison.call(towers_n, "towers, one device")
     if call == "no difference":
         out.append("splitting the towers changed nothing measurable here")
-    elif call == bench.TOO_CLOSE:
+    elif call in (bench.TOO_CLOSE, bench.TOO_FEW):
         out.append("whether splitting the towers changed anything, this run cannot say")
     elif ratio > 1:
         out.append(f"splitting let more towers run side by side ({at_once['towers, one device']:.2g} -> "

@@ -8,7 +8,8 @@ key results (cells tagged ``key-result``) into one HTML page with the machine it
 ``run_twice`` runs lectures twice on one machine and ``verdict_changes`` lists the rendered
 verdicts (``bench.Comparison.verdict`` sentences and the verdict column of its tables) that
 differ between the two runs, and which of those contradict each other: how often a reader's re-run
-would contradict the text.
+would contradict the text. ``explanation_changes`` does the same for every other sentence a cell renders
+(Markdown and printed text, figures masked): the mechanism a cell picks from a measurement.
 """
 
 from __future__ import annotations
@@ -163,10 +164,21 @@ def _describe_failure(exc: Exception, output: Path) -> str:
     return f"{where}: {ename}: {evalue}  (executed notebook with the traceback: {output})"
 
 
+def _blanks_error(executed: Path) -> str | None:
+    """A rendered sentence that lacks its value fails the lecture like an error would (``rendered_text``)."""
+    from course_lib import rendered_text
+
+    found = rendered_text.blanks(executed)
+    if not found:
+        return None
+    return f"{len(found)} rendered value(s) missing: " + "; ".join(str(b) for b in found[:5])
+
+
 def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
         output_dir: Path = BUILD, in_place: bool = False, progress: bool = True,
         folders: Sequence[Path] = (NOTEBOOKS,)) -> list[Outcome]:
-    """Execute lectures with papermill; never raises for a failing notebook, reports it.
+    """Execute lectures with papermill; never raises for a failing notebook, reports it. A notebook that ran
+    but rendered a sentence with a value missing (``rendered_text.blanks``) is reported as failed too.
 
     Each kernel's own output (TensorFlow's C++ log) goes to ``output_dir/logs/FOLDER-STEM.log``.
     """
@@ -204,7 +216,7 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
                                     cwd=str(lec.path.parent), progress_bar=False, log_output=False,
                                     extra_arguments=kernel.ARGUMENTS,
                                     kernel_manager_class=kernel.logged_kernels(log_file))
-            error = None
+            error = _blanks_error(output)
         except Exception as exc:  # papermill wraps the cell's error; we name notebook, cell and log
             error = f"{_describe_failure(exc, output)}; kernel log: {log}"
         outcomes.append(Outcome(lec, output, time.perf_counter() - start, error, p, log))
@@ -304,13 +316,13 @@ devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strf
 # -- Verdict stability: the same lectures, twice ------------------------------------------------------
 
 # the sentence Comparison.verdict renders: "A: 1.9x faster than B (95% interval ...", "A against B: no measurable
-# difference (1.02x; 95% interval ..."
+# difference, 1.02x (95% interval ...", "A against B: too few rounds to judge (3; ..."
 _CALLED = re.compile(r"(?P<subject>[^\n]*?): [\d.,]+x (?P<call>faster|slower) than (?P<over>[^\n]*?) \(95% interval")
 _NOT_CALLED = re.compile(r"(?P<subject>[^\n]*?) against (?P<over>[^\n:]*?): "
-                         r"(?P<call>no measurable difference|too close to call) \(")
+                         r"(?P<call>no measurable difference|too close to call|too few rounds)(?:, | to judge \(| \()")
 # a row of Comparison's HTML table, whose last column is the call against the baseline
-_ROW = re.compile(r"<tr><td>(?P<name>[^<]*)</td>(?:<td>(?:<b>)?[^<]*(?:</b>)?</td>){5}"
-                  r"<td>(?P<call>faster|slower|no difference|too close to call)</td></tr>")
+_ROW = re.compile(r"<tr><td>(?P<name>[^<]*)</td>(?:<td>(?:<b>)?[^<]*(?:</b>)?</td>){4,5}"
+                  r"<td>(?P<call>faster|slower|no difference|too close to call|too few rounds)</td></tr>")
 _CAPTION = re.compile(r"<caption>(?P<caption>[^<]*)</caption>")
 # a measured figure inside the words before a verdict ("took 59.6 ms against the chain's 60.2 ms"): it changes
 # from run to run, while what the sentence judges does not
@@ -391,26 +403,124 @@ def verdict_changes(first: Path, second: Path) -> list[VerdictChange]:
             for cell, judged in sorted(set(a) | set(b)) if a.get((cell, judged)) != b.get((cell, judged))]
 
 
+# -- Explanation stability: every other sentence a cell renders, twice -----------------------------------------
+
+# a figure, masked before two runs' sentences are compared: what a sentence says must hold, not its digits
+_NUMBER = re.compile(r"[-+−]?\d[\d,.]*(?:e[-+]?\d+)?")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_(\"'])")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# a sentence that says the run could not tell: whatever a re-run finds, it contradicts nothing
+_HEDGE = re.compile(r"too close to call|too few rounds|cannot (?:tell|say)|could not (?:tell|say|measure)|"
+                    r"cannot be told apart|could measure", re.IGNORECASE)
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of rendered prose, figures masked ("#") and spaces collapsed; list markers, lines without
+    words and verdict sentences (``verdicts_in`` counts those) left out."""
+    out = []
+    for line in text.splitlines():
+        for sentence in _SENTENCE_BREAK.split(_LIST_MARK.sub("", line).strip()):
+            if not re.search(r"[A-Za-z]{2}", sentence) or _verdicts_in_text(sentence):
+                continue
+            out.append(" ".join(_NUMBER.sub("#", sentence).split()))
+    return out
+
+
+def explanations_in(notebook: Path) -> dict[int, list[str]]:
+    """Every explanation an executed notebook renders, by cell: the sentences of its Markdown outputs and of
+    the text it prints, figures masked, verdicts left out. A sentence that picks a mechanism from a
+    measurement ("bound by memory", "the largest share is python") changes here when a re-run picks another."""
+    nb = nbformat.read(notebook, as_version=4)
+    out: dict[int, list[str]] = {}
+    for i, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = output.get("data", {}).get("text/markdown", "")
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                text = output.get("text", "")
+            out.setdefault(i, []).extend(_sentences(text))
+    return {i: sentences for i, sentences in out.items() if sentences}
+
+
+@dataclass
+class ExplanationChange:
+    """A cell whose rendered sentences differ between two runs: those only the first run rendered, those only the
+    second did (figures masked, so only what they say counts)."""
+
+    notebook: str
+    cell: int
+    first: list[str]
+    second: list[str]
+
+    @property
+    def changed(self) -> int:
+        """How many sentences changed: each one the other run replaced or lacks."""
+        return max(len(self.first), len(self.second))
+
+    @property
+    def contradicted(self) -> int:
+        """How many of them one run replaced with a different claim: a sentence that is no hedge ("cannot
+        tell", "too close to call") on each side. A claim replaced by a hedge, or the other way, contradicts
+        nothing: the hedge says a re-run may find either."""
+        def claims(sentences: list[str]) -> int:
+            return sum(not _HEDGE.search(s) for s in sentences)
+
+        return min(claims(self.first), claims(self.second))
+
+    def __str__(self) -> str:
+        lines = [f"{self.notebook} cell {self.cell}: {self.changed} sentence(s) changed"
+                 + (f", {self.contradicted} to a different claim" if self.contradicted else "")]
+        lines += [f"    first:  {s}" for s in self.first] + [f"    second: {s}" for s in self.second]
+        return "\n".join(lines)
+
+
+def explanation_changes(first: Path, second: Path) -> list[ExplanationChange]:
+    """The cells whose explanations differ between two executed copies of one notebook, in cell order."""
+    from collections import Counter
+
+    a, b = explanations_in(first), explanations_in(second)
+    out = []
+    for cell in sorted(set(a) | set(b)):
+        one, two = Counter(a.get(cell, [])), Counter(b.get(cell, []))
+        if one != two:
+            out.append(ExplanationChange(Path(first).name, cell, list((one - two).elements()),
+                                         list((two - one).elements())))
+    return out
+
+
+def _sentences_counted(first: Path, second: Path) -> int:
+    """How many sentences two runs of a notebook render, each counted once where both render it."""
+    from collections import Counter
+
+    a, b = explanations_in(first), explanations_in(second)
+    return sum(sum((Counter(a.get(cell, [])) | Counter(b.get(cell, []))).values()) for cell in set(a) | set(b))
+
+
 def run_twice(only: Sequence[str] | None = None, params: Mapping[str, str] | None = None, *,
               output_dir: Path = BUILD / "twice", in_place: bool = False, progress: bool = True
               ) -> tuple[list[Outcome], list[VerdictChange], Path]:
     """Run the lectures twice on this machine (``output_dir/run-1``, ``run-2``) and compare every verdict they
-    render; writes ``output_dir/verdicts.json`` (how many changed, how many of those contradict, and each change).
+    render, and every other sentence (``explanation_changes``); writes ``output_dir/verdicts.json`` (how many
+    changed, how many of those contradict, and each change; the sentences under ``explanations``).
     With ``in_place`` the second run writes over the lectures themselves, so the notebooks committed are the
     second of the two runs compared.
     Returns both runs' outcomes, the changes and that file's path; a lecture that failed in either run is
     left out of the comparison (its outcome says why)."""
     runs = [run(only, params, output_dir=output_dir / f"run-{i}", in_place=in_place and i == 2, progress=progress)
             for i in (1, 2)]
-    changes, counted = [], 0
+    changes, counted, explained, sentences = [], 0, [], 0
     for one, two in zip(*runs):
         if one.ok and two.ok:
             counted += len(set(verdicts_in(one.output)) | set(verdicts_in(two.output)))
             changes += verdict_changes(one.output, two.output)
+            sentences += _sentences_counted(one.output, two.output)
+            explained += explanation_changes(one.output, two.output)
     report = {"verdicts": counted, "changed": len(changes),
               "contradicted": sum(c.contradicts for c in changes), "lectures": [o.lecture.stem for o in runs[0]],
               "failed": [o.lecture.stem for o in runs[0] + runs[1] if not o.ok],
-              "changes": [vars(c) for c in changes]}
+              "changes": [vars(c) for c in changes],
+              "explanations": {"sentences": sentences, "changed": sum(c.changed for c in explained),
+                               "contradicted": sum(c.contradicted for c in explained),
+                               "changes": [vars(c) for c in explained]}}
     path = output_dir / "verdicts.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     return runs[0] + runs[1], changes, path

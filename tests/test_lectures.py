@@ -263,3 +263,82 @@ def test_titles_show_backticks_as_code():
     assert lectures.inline_code("01 · `tf.function` & <graphs>") == \
         "01 · <code>tf.function</code> &amp; &lt;graphs&gt;"
     assert lectures.inline_code("an odd ` backtick") == "an odd ` backtick"
+
+
+def _stdout(text):
+    return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+
+def test_explanations_are_read_with_figures_masked_and_verdicts_left_out(tmp_path):
+    steady = _comparison(0.5)
+    path = _executed(tmp_path / "a.ipynb", [
+        [_markdown("The fused loop moved 2.3 GB/s. It is bound by memory.\n\n- " + steady.verdict("prefetch")),
+         _stdout("largest share: python (41.2%)\n")],
+        [_rendered(steady)],
+    ])
+    assert lectures.explanations_in(path) == {0: ["The fused loop moved # GB/s.", "It is bound by memory.",
+                                                  "largest share: python (#%)"]}
+
+
+def test_explanation_changes_count_changed_sentences_and_claims_that_replace_each_other(tmp_path):
+    def lecture(name, share, rest, bound):
+        return _executed(tmp_path / name, [
+            [_markdown(f"The fix took 12.{len(share)} ms. The largest share is {share}.")],
+            [_stdout(f"the rest {rest}\n")],
+            [_markdown(f"Measured at {len(name)}.5 GB/s. {bound}")],
+        ])
+
+    first = lecture("a.ipynb", "python", "shrank", "This run cannot tell what bounds the loop.")
+    second = lecture("bb.ipynb", "function", "shrank", "The loop is bound by memory.")
+    changes = lectures.explanation_changes(first, second)
+    assert [(c.cell, c.first, c.second) for c in changes] == [
+        (0, ["The largest share is python."], ["The largest share is function."]),
+        (2, ["This run cannot tell what bounds the loop."], ["The loop is bound by memory."])]
+    # a claim replaced by another contradicts; a hedge replaced by a claim does not
+    assert [(c.changed, c.contradicted) for c in changes] == [(1, 1), (1, 0)]
+    assert str(changes[0]).startswith("a.ipynb cell 0: 1 sentence(s) changed, 1 to a different claim\n")
+    assert lectures.explanation_changes(first, lecture("c.ipynb", "python", "shrank",
+                                                       "This run cannot tell what bounds the loop.")) == []
+    assert lectures._sentences_counted(first, second) == 2 + 1 + 1 + 2 + 1  # the union, cell by cell
+
+
+def test_run_twice_counts_the_explanations_too(tmp_path, monkeypatch):
+    lecture = lectures.Lecture("00", "00_x", tmp_path / "00_x.ipynb")
+    said = iter(["The rest shrank.", "The rest grew."])
+
+    def fake_run(only, params, *, output_dir, in_place, progress):
+        output_dir.mkdir(parents=True)
+        path = _executed(output_dir / "00_x.ipynb", [[_markdown(f"Took 1{len(str(output_dir))} ms. {next(said)}")]])
+        return [lectures.Outcome(lecture, path, 1.0)]
+
+    monkeypatch.setattr(lectures, "run", fake_run)
+    _, changes, path = lectures.run_twice(["00"], output_dir=tmp_path / "twice", progress=False)
+    report = json.loads(path.read_text())
+    assert changes == [] and report["changed"] == 0
+    explained = report["explanations"]
+    assert (explained["sentences"], explained["changed"], explained["contradicted"]) == (3, 1, 1)
+    assert explained["changes"] == [{"notebook": "00_x.ipynb", "cell": 0, "first": ["The rest shrank."],
+                                     "second": ["The rest grew."]}]
+
+
+def test_course_lectures_twice_prints_the_explanation_count(tmp_path, monkeypatch, capsys):
+    report = tmp_path / "verdicts.json"
+    report.write_text(json.dumps({"verdicts": 2, "changed": 0, "contradicted": 0, "failed": [],
+                                  "explanations": {"sentences": 40, "changed": 3, "contradicted": 1}}))
+    monkeypatch.setattr(lectures, "run_twice", lambda only, params, *, in_place: ([], [], report))
+    assert cli.main(["lectures", "--twice"]) == 0
+    assert "3 of 40 explanation sentence(s) changed, 1 of them to a different claim" in capsys.readouterr().out
+
+
+def test_a_verdict_from_too_few_rounds_is_read_back_and_contradicts_nothing(tmp_path):
+    from course_lib import bench
+
+    few = bench.Comparison([bench.Timing("naive", 1.0, [1.0] * 3, 1), bench.Timing("prefetch", 0.5, [0.5] * 3, 1)],
+                           baseline="naive", title="pipeline")
+    first = _executed(tmp_path / "a.ipynb", [[_rendered(few), _markdown("In sin(x): " + few.verdict("prefetch"))]])
+    assert lectures.verdicts_in(first) == {(0, "pipeline | prefetch | table"): "too few rounds",
+                                           (0, "In sin(x): prefetch | naive"): "too few rounds"}
+    second = _executed(tmp_path / "b.ipynb", [[_rendered(_comparison(0.5)),
+                                               _markdown("In sin(x): " + _comparison(0.5).verdict("prefetch"))]])
+    assert [(c.first, c.second, c.contradicts) for c in lectures.verdict_changes(first, second)] == [
+        ("too few rounds", "faster", False), ("too few rounds", "faster", False)]
