@@ -1,11 +1,11 @@
 # The course in two commands: `make lectures` and `make test`. Each bootstraps .venv/ when missing.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 KERNEL := tf-perf-course
 
-.PHONY: lectures test test-all test-browser lab kernel clean
+.PHONY: lectures test test-all test-slow test-browser lab kernel clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,9 +21,11 @@ kernel: $(STAMP)
 lectures: $(STAMP) kernel
 	$(BIN)/course lectures
 
-# `make test` leaves the tests marked slow (conftest.py) to `make test-all`, which runs every test.
+# `make test` leaves the tests marked slow (conftest.py) to `make test-all`, which runs every test;
+# `make test-slow` runs only those (CI runs it beside `make test`, .ci/run).
 test: MARKS := -m "not slow"
-test test-all: $(STAMP)
+test-slow: MARKS := -m slow
+test test-all test-slow: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(MARKS)

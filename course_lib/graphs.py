@@ -105,14 +105,14 @@ def kernel_threads(fn: Callable[[], Any], op_type: str, steps: int = 2) -> list[
 
     An eager op runs inside its ``EagerLocalExecute`` on the thread that called it ("the calling
     thread"); a graph's executor runs a kernel where it schedules it, named here by the runtime's
-    thread name without its number (``tf_Compute`` is the executor's pool)."""
-    from course_lib import profile
+    thread name without its number (``tf_Compute`` is the executor's pool). Kernels are matched by the
+    op they run under any library's name for it (``_MklMatMul`` with oneDNN on, ``MatMul`` off)."""
+    from course_lib import kernels, profile
 
     trace = profile.capture(fn, steps=steps)
     caller = trace.steps[0].thread
-    names = {op_type, f"EagerLocalExecute: {op_type}"}
     return sorted({"the calling thread" if e.thread == caller else e.thread.split("/")[0]
-                   for e in trace.events if e.name in names or e.name.endswith(f":{op_type}")})
+                   for e in trace.events if kernels.runs_op(e.name, op_type)})
 
 
 def conv_model(image_size: int = 28, classes: int = 10):

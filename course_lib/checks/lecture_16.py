@@ -3,7 +3,7 @@ share of the step that waits for input, the op type that leads a fixed step."""
 
 from __future__ import annotations
 
-from course_lib import profile
+from course_lib import kernels, profile
 from course_lib.checks import answers, exercise
 from course_lib.lessons import profiler_cases as cases
 
@@ -44,13 +44,14 @@ def fast_input(fast_pipeline, records):
 
 @exercise("16", 3, "which op type leads after the fix",
           "Profile your fixed program and look at the op table (profile.op_stats).",
-          "The name depends on the kernels your TensorFlow ran (oneDNN's carry a `_Mkl` prefix, lecture 06), "
-          "so take it from your own trace, not from the lecture's.")
+          "The table names ops, whichever library's kernels ran them (its `kernels by` column says which), "
+          "and the leader depends on your machine, so take it from your own trace, not from the lecture's.")
 def leading_op(trace, leading_op_type):
     assert isinstance(trace, profile.Trace), f"trace should be a profile.Trace (profile.capture), got " \
                                              f"{type(trace).__name__}"
     counts = profile.counters(trace)
     assert counts.retraces == 0, "this trace retraces: profile the program after your fix of exercise 1"
     assert isinstance(leading_op_type, str), f"leading_op_type should be a string, got {type(leading_op_type).__name__}"
-    assert leading_op_type == profile.op_stats(trace).leader, \
+    # a kernel's own name (``_MklNativeConv2DBackpropFilter`` where oneDNN ran it) names the same op
+    assert kernels.op_of(leading_op_type) == profile.op_stats(trace).leader, \
         f"{leading_op_type!r} is not the op type with the most self time in your trace"

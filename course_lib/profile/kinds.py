@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from course_lib import kernels
 from course_lib.profile.trace import Event
 
 KINDS = ("step", "input", "tracing", "compile", "py_function", "op", "function", "eager", "other")
@@ -18,13 +19,20 @@ COLOURS = {"step": "#dddddd", "input": "#d62728", "tracing": "#9467bd", "compile
            "other": "#bbbbbb"}
 
 PY_FUNCTION_TYPES = ("EagerPyFunc", "PyFunc", "PyFuncStateless")
-_KERNEL = re.compile(r"[^\s:]+:([A-Za-z_][\w]*)")
 _EAGER = "EagerLocalExecute: "
 _COMPILE = re.compile(r"Compiler::RunBackend$")
 
 
 def op_type(event: Event) -> str | None:
-    """The op type of an op event (``MatMul``, ``Conv2D``, an XLA fusion's name), None for other events."""
+    """The op type of an op event (``MatMul``, ``Conv2D``, an XLA fusion's name), None for other events.
+
+    The op, not the kernel's library name: a oneDNN ``_MklMatMul`` is a ``MatMul`` (``kernels.op_of``)."""
+    name = kernel(event)
+    return None if name is None else kernels.op_of(name)
+
+
+def kernel(event: Event) -> str | None:
+    """The kernel an op event ran, as this machine named it (``_MklMatMul`` where oneDNN ran it)."""
     if event.on_device:
         if not event.thread.startswith("Stream"):
             return None  # derived lines (TensorFlow Ops, XLA Ops, Steps) repeat the streams' kernels
@@ -34,9 +42,9 @@ def op_type(event: Event) -> str | None:
         return f"XLA {event.name}"
     if event.name.startswith(_EAGER):
         return None if event.name[len(_EAGER):].startswith("__inference") else event.name[len(_EAGER):]
-    m = _KERNEL.fullmatch(event.name)
-    if m and (not event.display or event.display == m.group(1)) and not m.group(1).startswith("__inference"):
-        return m.group(1)
+    parts = kernels.split_event(event.name)
+    if parts and (not event.display or event.display == parts[1]) and not parts[1].startswith("__inference"):
+        return parts[1]
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from course_lib import kernels
 from course_lib.profile import kinds
 from course_lib.profile.trace import Trace
 
@@ -36,6 +37,10 @@ class OpTable:
     rows: list[dict]
     by: str
 
+    def libraries(self) -> set[str]:
+        """The libraries whose kernels ran the table's ops (``"oneDNN"``, ``"XLA"``, ``"TensorFlow"``)."""
+        return {lib for r in self.rows for lib in r["kernels by"].split(", ")}
+
     @property
     def leader(self) -> str:
         """The op type (or op) with the most self time."""
@@ -58,9 +63,9 @@ class OpTable:
 
     def __repr__(self) -> str:
         from course_lib.bench import text_table
-        return text_table([self.by, "where", "calls", "self (ms)", "% of steps", "% of op time"],
-                          [[r[self.by], r["where"], r["calls"], f"{r['self (ms)']:.3f}", f"{r['% of steps']:.1f}",
-                            f"{r['% of op time']:.1f}"] for r in self.rows])
+        return text_table([self.by, "where", "kernels by", "calls", "self (ms)", "% of steps", "% of op time"],
+                          [[r[self.by], r["where"], r["kernels by"], r["calls"], f"{r['self (ms)']:.3f}",
+                            f"{r['% of steps']:.1f}", f"{r['% of op time']:.1f}"] for r in self.rows])
 
 
 def op_stats(trace: Trace, by: str = "op type", where: str | None = None, top: int | None = None) -> OpTable:
@@ -68,7 +73,8 @@ def op_stats(trace: Trace, by: str = "op type", where: str | None = None, top: i
 
     ``where``: ``"host"``, ``"device"`` or None for both. Rows: the name, where it ran, calls, self
     time in ms, its share of the steps' total time (ops that ran at once on several threads can
-    together exceed 100%) and of all the ops' self time.
+    together exceed 100%) and of all the ops' self time. Op types are ops, not kernel names
+    (``kernels.op_of``); ``kernels by`` says which library ran them (oneDNN, XLA, TensorFlow's own).
     """
     if by not in ("op type", "op"):
         raise ValueError(f"by must be 'op type' or 'op', got {by!r}")
@@ -79,6 +85,7 @@ def op_stats(trace: Trace, by: str = "op type", where: str | None = None, top: i
     step_total = sum(s.duration_us for s in steps)
     total: dict = defaultdict(float)
     calls: dict = defaultdict(int)
+    libraries: dict = defaultdict(set)
     for i, t in self_times(trace):
         e = trace.events[i]
         side = "device" if e.on_device else "host"
@@ -87,8 +94,10 @@ def op_stats(trace: Trace, by: str = "op type", where: str | None = None, top: i
         key = (kinds.op_type(e) if by == "op type" else kinds.op_name(e), side)
         total[key] += t
         calls[key] += 1
+        libraries[key].add(kernels.library_of(kinds.kernel(e) or ""))
     op_total = sum(total.values()) or 1.0
-    rows = [{by: name, "where": side, "calls": calls[(name, side)], "self (ms)": us / 1e3,
+    rows = [{by: name, "where": side, "kernels by": ", ".join(sorted(libraries[(name, side)])),
+             "calls": calls[(name, side)], "self (ms)": us / 1e3,
              "% of steps": 100 * us / step_total, "% of op time": 100 * us / op_total}
             for (name, side), us in sorted(total.items(), key=lambda kv: -kv[1])]
     return OpTable(rows[:top] if top else rows, by)
