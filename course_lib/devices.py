@@ -18,15 +18,18 @@ these helpers exist:
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
-from course_lib import processes
+from course_lib import kernels, processes
 from course_lib.arguments import short_device_name as short_name
 from course_lib.arguments import whole
 from course_lib.virtual_devices import DeviceSetupError, virtual_cpus, virtual_gpus
@@ -120,7 +123,7 @@ _EXECUTED = re.compile(r"^Executing op (\S+) in device (\S+)$")
 
 
 def _op_name(name: str) -> str:
-    name = re.sub(r"^_Mkl(Native)?", "", name)  # oneDNN builds rename kernels; show the op
+    name = kernels.op_of(name)  # a oneDNN kernel's name shows its op
     function = re.match(r"^__inference_(.+?)_\d+$", name)
     return f"function {function.group(1)}" if function else f"op {name}"
 
@@ -276,17 +279,24 @@ class Transfers:
         (small, large), (t_small, t_large) = row["sizes_mb"], row["seconds"]
         return t_large / t_small > (large / small) ** 0.5
 
+    @staticmethod
+    def rates(row: dict) -> tuple[float, float]:
+        """The GB/s a copy moved at each of the two sizes (bytes over median time)."""
+        return tuple(mb * 2**20 / seconds / 1e9 for mb, seconds in zip(row["sizes_mb"], row["seconds"]))
+
     def summary(self) -> list[dict]:
-        """One dict of display strings per move: both times, whether bytes were copied, the rate."""
+        """One dict of display strings per move: both times, whether bytes were copied, the rate at each size."""
         def cell(seconds):
             return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
 
         out = []
         for r in self.rows:
             (small, large), (t_small, t_large) = r["sizes_mb"], r["seconds"]
+            copies = self.copies(r)
             out.append({"move": r["move"], f"{small:g} MiB": cell(t_small), f"{large:g} MiB": cell(t_large),
-                        "bytes copied": "yes" if self.copies(r) else "no",
-                        "GB/s": f"{large * 2**20 / t_large / 1e9:.3g}" if self.copies(r) else ""})
+                        "bytes copied": "yes" if copies else "no",
+                        **{f"GB/s at {mb:g} MiB": f"{rate:.3g}" if copies else ""
+                           for mb, rate in zip(r["sizes_mb"], self.rates(r))}})
         return out
 
     def table(self) -> str:
@@ -302,18 +312,29 @@ class Transfers:
         return bench.text_table_of(self.summary())
 
     def verdicts(self):
-        """One sentence per move, read from the timings (Markdown in a notebook)."""
+        """One sentence per move, read from the timings (Markdown in a notebook). For a copy it gives the rate
+        at both sizes and says whether the time grew in proportion to the bytes (within a factor of 2 of their
+        growth), faster (the larger copy moved fewer bytes per second) or slower (a cost per call weighs on the
+        small size), so no rate is carried to a size it was not measured at."""
         from course_lib import bench
 
         out = []
         for r in self.rows:
             (small, large), (t_small, t_large) = r["sizes_mb"], r["seconds"]
-            growth = f"{t_large / t_small:.3g}x the time for {large / small:g}x the bytes"
-            if self.copies(r):
-                out.append(f"{r['move']}: a copy, {growth}: about {large * 2**20 / t_large / 1e9:.3g} GB/s "
-                           f"at {large:g} MiB")
+            growth, bytes_growth = t_large / t_small, large / small
+            said = f"{growth:.3g}x the time for {bytes_growth:g}x the bytes"
+            if not self.copies(r):
+                out.append(f"{r['move']}: {said}, so no bytes are copied: the time is the call, not the data")
+                continue
+            rate_small, rate_large = self.rates(r)
+            if growth > 2 * bytes_growth:
+                how = "the time grew faster than the bytes, so a rate read at one size does not hold at another"
+            elif growth < bytes_growth / 2:
+                how = "the time grew less than the bytes: a cost per call weighs on the small copy"
             else:
-                out.append(f"{r['move']}: {growth}, so no bytes are copied: the time is the call, not the data")
+                how = "the time grew about in proportion to the bytes"
+            out.append(f"{r['move']}: a copy, {said}: {rate_small:.3g} GB/s at {small:g} MiB, {rate_large:.3g} GB/s "
+                       f"at {large:g} MiB; {how}")
         if not self.gpu:
             out.append("no GPU on this machine: the host-to-GPU and GPU-to-host copies are not measured")
         return bench.Verdicts(out)
@@ -360,3 +381,52 @@ def transfer_costs(sizes_mb: tuple[float, float] = (1, 64), *, repeats: int = 5)
             timings.setdefault(name, []).append(bench.measure(fn, name=name, repeats=repeats).median_s)
     rows = [{"move": name, "sizes_mb": list(sizes_mb), "seconds": seconds} for name, seconds in timings.items()]
     return Transfers(rows, gpu=bool(gpus))
+
+
+class NativeLog:
+    """What TensorFlow's C++ runtime writes to standard error (file descriptor 2) from ``start`` on, copied
+    as it passes: every write still reaches standard error, and ``text`` returns them all so far.
+
+    Some log lines appear only on some machines (with oneDNN on, for instance) and only once a process, at
+    the first graph that triggers them; a notebook starts the log in its first cell so a later cell can
+    explain a line only where this run wrote it.
+    """
+
+    def __init__(self, read_fd: int, out_fd: int):
+        self._chunks: list[bytes] = []
+        self._lock = threading.Lock()
+        self._out = out_fd
+        self._thread = threading.Thread(target=self._copy, args=(read_fd,), daemon=True, name="native-log")
+        self._thread.start()
+
+    @classmethod
+    def start(cls) -> "NativeLog":
+        """Route file descriptor 2 through a pipe whose reader copies each write to the real standard error
+        and keeps it."""
+        read_fd, write_fd = os.pipe()
+        sys.stderr.flush()
+        out_fd = os.dup(2)
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        return cls(read_fd, out_fd)
+
+    def _copy(self, read_fd: int) -> None:
+        with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+            while data := pipe.read(65536):
+                os.write(self._out, data)
+                with self._lock:
+                    self._chunks.append(data)
+
+    def text(self) -> str:
+        """Everything written to standard error since ``start``, as text."""
+        with self._lock:
+            return b"".join(self._chunks).decode(errors="replace")
+
+    def stop(self) -> str:
+        """Give file descriptor 2 back to the real standard error, wait for the copy to drain, and return
+        ``text``."""
+        sys.stderr.flush()
+        os.dup2(self._out, 2)  # the pipe's last writer closes, so the copying thread reads its end
+        self._thread.join(timeout=5)
+        os.close(self._out)
+        return self.text()

@@ -2,8 +2,10 @@
 
 The fused elementwise chain: timing a loop of one operation per element against the chain's loop over
 the same vector, compiled alike, separates what the loop pays for its memory traffic from what it pays
-for its arithmetic. The random bits: the HLO shows what XLA makes of the one ``rng-bit-generator``
-instruction (Philox) that TensorFlow hands it, counted per 32-bit word the loop writes.
+for its arithmetic; timing the same one operation as a graph kernel, in the same rounds, tells whether
+XLA's loop moves data as fast as TensorFlow's kernel does. The random bits: the HLO shows what XLA makes
+of the one ``rng-bit-generator`` instruction (Philox) that TensorFlow hands it, counted per 32-bit word
+the loop writes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import tensorflow as tf
 from course_lib import bench, xla
 
 ONE_OP, CHAIN = "one operation per element", "the chain"
+GRAPH_ONE_OP = "one operation per element, graph"
 # Philox-4x32-10 (TensorFlow's stateless generator): 10 rounds, each two 32 x 32-bit products, per block
 # of four 32-bit words.
 PHILOX_MULTIPLIES_PER_WORD = 10 * 2 / 4
@@ -26,15 +29,60 @@ def one_op(x):
 
 
 def arithmetic_or_memory(n: int, *, repeats: int = 5) -> bench.Comparison:
-    """The XLA-compiled chain against an XLA-compiled one-operation loop on the same ``n`` floats, in turns.
+    """The XLA-compiled chain and the same one-operation function as a graph against an XLA-compiled
+    one-operation loop on the same ``n`` floats, in turns.
 
-    Both loops read one vector and write one, so a chain that takes much longer than the one-operation
-    loop spends its time on arithmetic, not on memory traffic."""
+    Both XLA loops read one vector and write one, so a chain that takes longer than the one-operation loop
+    spends the difference on arithmetic; the graph's kernel for the one operation moves the same bytes, so
+    it tells whether XLA's loop reads and writes memory as fast as TensorFlow's kernel does."""
     x = xla.workload_input(n)
-    fns = {ONE_OP: xla.jit(one_op), CHAIN: xla.jit(xla.elementwise_chain)}
+    fns = {ONE_OP: xla.jit(one_op), CHAIN: xla.jit(xla.elementwise_chain), GRAPH_ONE_OP: tf.function(one_op)}
     return bench.compare({name: (lambda f=f: f(x)) for name, f in fns.items()}, baseline=ONE_OP,
                          repeats=repeats, in_turns=True, title=f"XLA loops over {n:,} floats",
                          params={"n": n})
+
+
+def loop_text(loops: bench.Comparison, *, kernels: int) -> str:
+    """What ``arithmetic_or_memory``'s comparison shows about the fused loop of ``kernels`` operations per
+    element, in sentences read from its verdicts: whether the chain's arithmetic adds time to one pass over
+    the vector, and whether XLA's one-operation loop moves data as fast as the graph's kernel. A mechanism is
+    named only where both verdicts are called; otherwise the text says what this run cannot tell."""
+    n = loops.params.get("n")
+    if not isinstance(n, int) or n < 1:
+        raise ValueError("the comparison names no vector length; build it with arithmetic_or_memory(n)")
+    if kernels < 2:
+        raise ValueError(f"kernels must be the chain's number of operations (2 or more), got {kernels}")
+    one_ms, chain_ms, graph_ms = (loops[name].median_s * 1e3 for name in (ONE_OP, CHAIN, GRAPH_ONE_OP))
+    rate, graph_rate = (8 * n / ms / 1e6 for ms in (one_ms, graph_ms))
+    arithmetic = loops.call(CHAIN)
+    memory = loops.call(ONE_OP, GRAPH_ONE_OP)
+    out = [f"A loop of one multiply-add per element over the same vector, compiled the same way, took "
+           f"{one_ms:.1f} ms; the chain's loop of {kernels} operations took {chain_ms:.1f} ms "
+           f"({loops.verdict(CHAIN)})."]
+    if arithmetic == "slower":
+        out.append(f"So the chain's arithmetic costs time beyond reading and writing the vector once: "
+                   f"{chain_ms - one_ms:.1f} ms per call.")
+    elif arithmetic == "faster":
+        out.append("A loop that does more work ran faster here, so this run cannot tell what the arithmetic costs.")
+    elif arithmetic == "no difference":
+        out.append(f"So the {kernels - 1} extra operations per element add no measurable time: the loop's time is "
+                   "set by something other than its arithmetic.")
+    else:
+        out.append("This run cannot tell whether the extra operations add time.")
+    out.append(f"The same one operation as a graph kernel took {graph_ms:.1f} ms: XLA's loop moved {rate:.1f} GB/s, "
+               f"the graph's kernel {graph_rate:.1f} GB/s ({loops.verdict(ONE_OP, GRAPH_ONE_OP)}).")
+    if memory == "slower":
+        out.append("XLA's loop moves data more slowly than TensorFlow's kernel does over the same bytes, so memory "
+                   "bandwidth is not what limits it; this run does not show what does.")
+    elif memory in ("faster", "no difference") and arithmetic in ("no difference", bench.TOO_CLOSE):
+        out.append(f"XLA's loop reads and writes memory at least as fast as TensorFlow's kernel, and its arithmetic "
+                   f"adds no time this run can call: the fused loop costs about one pass over memory, "
+                   f"{rate:.1f} GB/s here.")
+    elif memory in ("faster", "no difference"):
+        out.append("XLA's loop reads and writes memory at least as fast as TensorFlow's kernel.")
+    else:
+        out.append("This run cannot tell whether XLA's loop moves data more slowly than the graph's kernel.")
+    return " ".join(out)
 
 
 def _root_fusion(text: str) -> Counter:

@@ -83,7 +83,7 @@ def measured():
     autograph, xla = tf.function(children), tf.function(children, jit_compile=True)
     variants = {"eager": lambda: children(POPULATION, KEY), "autograph": lambda: autograph(POPULATION, KEY),
                 "xla": lambda: xla(POPULATION, KEY)}
-    creep = bench.compare(variants, baseline="eager", repeats=3, number=1)
+    creep = bench.compare(variants, baseline="eager", repeats=5, number=1)
     n_ops = len(autograph.get_concrete_function(POPULATION, KEY).graph.get_operations())
     return dict(children=children, autograph=autograph, xla=xla, variants=variants, creep=creep, n_ops=n_ops,
                 population=POPULATION, key=KEY)

@@ -65,7 +65,7 @@ def test_lost_work():
 def test_chunk_cost(model):
     variants = {"chunk=1": lambda: model.evolve(POPULATION, generations=4, chunk=1),
                 "chunk=4": lambda: model.evolve(POPULATION, generations=4, chunk=4)}
-    chunking = bench.compare(variants, baseline="chunk=1", repeats=3, number=1)
+    chunking = bench.compare(variants, baseline="chunk=1", repeats=5, number=1)
     ok = dict(variants=variants, chunking=chunking, speedup=chunking.speedup("chunk=4"), model=model,
               population=POPULATION, generations=4)
     assert fail(4, **ok) is None

@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -177,12 +179,26 @@ def test_transfers_read_a_copy_from_time_growing_with_size():
     assert [t.copies(r) for r in t.rows] == [False, True]
     text = str(t.verdicts())
     assert "hand-over: 1.2x the time for 64x the bytes, so no bytes are copied" in text
-    assert "copy: a copy" in text and "10.5 GB/s" in text
+    assert ("copy: a copy, 64x the time for 64x the bytes: 10.5 GB/s at 1 MiB, 10.5 GB/s at 64 MiB; the time grew "
+            "about in proportion to the bytes") in text
     assert "no GPU on this machine" in text
     assert "<td>no</td>" in t.table() and "<td>yes</td>" in t.table()
     lines = repr(t).splitlines()
-    assert lines[0].split() == ["move", "1", "MiB", "64", "MiB", "bytes", "copied", "GB/s"]
-    assert lines[1].split()[-1] == "no" and lines[2].split()[-2:] == ["yes", "10.5"]
+    assert lines[0].split() == ["move", "1", "MiB", "64", "MiB", "bytes", "copied", "GB/s", "at", "1", "MiB", "GB/s",
+                                "at", "64", "MiB"]
+    assert lines[1].split()[-1] == "no" and lines[2].split()[-3:] == ["yes", "10.5", "10.5"]
+
+
+@pytest.mark.parametrize("seconds, how", [
+    ([4.1e-5, 1.59e-2], "the time grew faster than the bytes, so a rate read at one size does not hold at another"),
+    ([1e-3, 1.2e-2], "the time grew less than the bytes: a cost per call weighs on the small copy"),
+])
+def test_a_copy_whose_time_does_not_follow_the_bytes_says_so_with_both_rates(seconds, how):
+    t = devices.Transfers([{"move": "copy", "sizes_mb": [1, 64], "seconds": seconds}], gpu=True)
+    (line,) = str(t.verdicts()).splitlines()
+    rate_small, rate_large = (mb * 2**20 / s / 1e9 for mb, s in zip([1, 64], seconds))
+    assert f": {rate_small:.3g} GB/s at 1 MiB, {rate_large:.3g} GB/s at 64 MiB; {how}" in line
+    assert "no GPU" not in line
 
 
 def test_transfer_costs_time_every_move_at_both_sizes():
@@ -193,3 +209,13 @@ def test_transfer_costs_time_every_move_at_both_sizes():
     assert t.gpu == (not NO_GPU) and any("GPU" in n for n in names) == t.gpu
     with pytest.raises(ValueError, match="small then large"):
         devices.transfer_costs((64, 1))
+
+
+def test_the_native_log_keeps_what_reaches_standard_error_and_passes_it_on(capfd):
+    log = devices.NativeLog.start()
+    os.write(2, b"I0000 util.cc:1] a C++ log line\n")
+    text = log.stop()
+    assert text == "I0000 util.cc:1] a C++ log line\n"
+    assert "a C++ log line" in capfd.readouterr().err, "the line still reaches standard error"
+    os.write(2, b"after stop\n")
+    assert "after stop" not in log.text()

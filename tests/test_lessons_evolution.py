@@ -68,3 +68,75 @@ def test_replica_variants_build_a_fresh_model_per_variant():
     results = {name: run() for name, run in runs.items()}
     assert all(r.shape == (16, 32) for r in results.values())
     np.testing.assert_array_equal(results["global"], results["one device"])  # one replica is the plain run
+
+
+def _comparison(medians: dict, baseline: str, rounds: int = 9, jitter: float = 0.02, **params):
+    """A Comparison of made-up times: each variant ``rounds`` times around its median (±``jitter``)."""
+    from course_lib import bench
+
+    spread = np.linspace(1 - jitter, 1 + jitter, rounds)
+    timings = [bench.Timing(name, m, list(m * np.roll(spread, i)), 1) for i, (name, m) in enumerate(medians.items())]
+    return bench.Comparison(timings, baseline, params=params)
+
+
+def _removal(without: dict, jitter: float = 0.02) -> dict:
+    medians = {"whole generation": 1.0, **{f"without {k}": v for k, v in without.items()}}
+    cmp = _comparison(medians, "whole generation", jitter=jitter)
+    return {"comparison": cmp, "seconds": {"whole generation": 1.0}, "saved": {k: 1.0 - v for k, v in without.items()}}
+
+
+def test_the_part_that_saves_the_most_is_named_only_when_its_interval_clears_the_others():
+    clear = benchmarks.removal_sentence(_removal({"BitFlipMutation": 0.6, "UniformCrossover": 0.9}))
+    assert clear.startswith("Removed from the whole generation, BitFlipMutation 400,000 µs (40% of the generation")
+    assert "saves the most, measurably more than UniformCrossover" in clear
+    close = benchmarks.removal_sentence(_removal({"BitFlipMutation": 0.6, "UniformCrossover": 0.61}, jitter=0.1))
+    assert "cannot tell which part saves the most" in close and "measurably more than" not in close
+    assert "BitFlipMutation" in close and "UniformCrossover" in close
+    none = benchmarks.removal_sentence(_removal({"BitFlipMutation": 1.0, "UniformCrossover": 0.995}))
+    assert none.startswith("Removing any one part did not measurably shorten the whole generation")
+
+
+def test_the_packing_sentence_rules_out_main_memory_only_where_the_unpacked_arrays_fit():
+    model = benchmarks.onemax_model(256, "xla")
+    assert len(benchmarks.population_arrays(model)) == 5
+    cmp = _comparison({"NumPy": 3.0, "engine": 1.0, "engine, unpacked": 2.5}, "NumPy", population=1024, genes=256)
+    fits = benchmarks.packing_sentence(cmp, model, "engine", "engine, unpacked", {"L2": 1 << 20, "L3": 32 << 20})
+    assert "5 population-sized arrays of int32 genes, 5,120 KiB in all, which fits in L3 (32,768 KiB)" in fits
+    assert "does not come from main memory" in fits and "does not separate the two" in fits
+    spills = benchmarks.packing_sentence(cmp, model, "engine", "engine, unpacked", {"L2": 1 << 20})
+    assert "more than the largest cache, L2" in spills and "reaches main memory" in spills
+    unknown = benchmarks.packing_sentence(cmp, model, "engine", "engine, unpacked", {})
+    assert "does not report" in unknown and "main memory" not in unknown
+    tied = _comparison({"NumPy": 3.0, "engine": 1.0, "engine, unpacked": 1.0}, "NumPy", population=1024, genes=256)
+    assert "no difference this run could call" in benchmarks.packing_sentence(tied, model, "engine", "engine, unpacked",
+                                                                              {"L3": 32 << 20})
+
+
+def test_operation_count_flags_graphs_that_nest_a_loop():
+    import tensorflow as tf
+
+    flat = tf.function(lambda x: tf.reduce_sum(x * 2.0 + 1.0))
+    count, nested = benchmarks.operation_count(flat, tf.ones([3]))
+    assert count >= 4 and not nested
+    looped = tf.function(lambda x: tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0), (0, x))[1])
+    assert benchmarks.operation_count(looped, tf.ones([3]))[1]
+
+
+def test_dispatch_sentence_prices_an_operation_only_from_measurable_differences():
+    per_op = {"A": (_comparison({"eager": 0.010, "autograph": 0.002}, "eager"), 400),   # 20 µs per operation
+              "B": (_comparison({"eager": 0.004, "autograph": 0.001}, "eager"), 200),   # 15 µs
+              "C": (_comparison({"eager": 0.001, "autograph": 0.001}, "eager"), 100)}   # no difference: left out
+    text = benchmarks.dispatch_sentence(per_op)
+    assert text.startswith("Across the 2 ops") and "15.0 to 20.0 µs more per operation" in text
+    assert "(median 17.5 µs)" in text
+    assert "no op's autograph variant was measurably faster" in benchmarks.dispatch_sentence({"C": per_op["C"]})
+
+
+def test_too_few_rounds_judge_no_part():
+    from course_lib import bench
+
+    few = _removal({"BitFlipMutation": 0.6, "UniformCrossover": 0.9})
+    few["comparison"] = _comparison({"whole generation": 1.0, "without BitFlipMutation": 0.6,
+                                     "without UniformCrossover": 0.9}, "whole generation", rounds=bench.MIN_ROUNDS - 1)
+    text = benchmarks.removal_sentence(few)
+    assert "too few to judge" in text and "interval" not in text and "measurably" not in text

@@ -138,21 +138,50 @@ def test_inference_widget_runs_every_path_at_the_chosen_batch(trained):
         g2p.inference_widget(fns, held.words[:5], (1, 50))
 
 
-def _comparison(k, **medians):
-    timings = [bench.Timing(name, first_call_s=m, times_s=[m], number=1) for name, m in medians.items()]
-    return bench.Comparison(timings, baseline=timings[0].name, params={"words": k})
+def _comparison(k, noise=0.01, **medians):
+    """A constructed comparison at ``k`` words per call: 31 rounds spread evenly by ``noise`` around each median
+    (in an order of their own per variant), and an A/A."""
+    def rounds(m, seed):
+        return list(m * (1 + noise * np.random.default_rng(seed).permutation(np.linspace(-1, 1, 31))))
+    timings = [bench.Timing(name, first_call_s=m, times_s=rounds(m, i), number=1)
+               for i, (name, m) in enumerate(medians.items())]
+    first = next(iter(medians.values()))
+    return bench.Comparison(timings, baseline=timings[0].name, params={"words": k},
+                            twin=bench.Timing("A/A", first, rounds(first, 99), 1))
 
 
-def test_gains_credit_the_largest_step_from_the_measurement():
+def test_gains_credit_the_largest_called_step_from_one_run():
     table = g2p.LatencyTable({1: _comparison(1, eager=0.4, graph=0.02, loop=0.004),
                               20: _comparison(20, eager=0.5, graph=0.025, loop=0.008)})
-    gains = dict(table.gains())
-    assert gains["eager -> graph (20 words per call)"] == pytest.approx(20)
-    assert gains["graph -> loop (20 words per call)"] == pytest.approx(3.125)
-    assert gains["loop: 20 words per call instead of 1, per word"] == pytest.approx(0.004 / (0.008 / 20))
+    gains = {step: (ratio, call) for step, ratio, call in table.gains()}
+    assert gains["eager -> graph (20 words per call)"] == (pytest.approx(20), "faster")
+    assert gains["graph -> loop (20 words per call)"] == (pytest.approx(3.125), "faster")
+    assert len(gains) == 2, "batching is measured in separate runs here, so it is not divided"
     assert str(table.largest_gain()).endswith("the largest single gain here: eager -> graph (20 words per call), 20x")
     restructured = g2p.LatencyTable({20: _comparison(20, eager=0.5, graph=0.4, loop=0.004)})
     assert "the largest single gain here: graph -> loop" in str(restructured.largest_gain())
+
+
+def test_a_change_too_close_to_call_is_never_listed_as_a_gain():
+    table = g2p.LatencyTable({20: _comparison(20, noise=0.3, eager=0.5, graph=0.025, saved=0.02)})
+    text = str(table.largest_gain())
+    assert "graph -> saved (20 words per call): too close to call (1.25x), not counted as a gain" in text
+    assert text.endswith("the largest single gain here: eager -> graph (20 words per call), 20x")
+    alike = g2p.LatencyTable({20: _comparison(20, graph=0.025, saved=0.025)})
+    assert str(alike.largest_gain()).splitlines() == [
+        "- graph -> saved (20 words per call): no measurable difference (1x), not a gain",
+        "- no change here is a gain this run can call"]
+    slower = str(g2p.LatencyTable({20: _comparison(20, graph=0.025, saved=0.05)}).largest_gain())
+    assert "graph -> saved (20 words per call): 2x slower, a loss" in slower
+
+
+def test_batching_is_read_from_its_own_comparison():
+    batched = _comparison(20, **{"20 calls of 1 word": 0.1, "1 call of 20 words": 0.008})
+    table = g2p.LatencyTable({20: _comparison(20, graph=0.025, loop=0.008)})
+    text = str(table.largest_gain(batched))
+    assert "- 1 call of 20 words instead of 20 calls of 1 word, per word: 12.5x" in text
+    assert text.endswith("the largest single gain here: 1 call of 20 words instead of 20 calls of 1 word, per word, "
+                         "12.5x")
 
 
 def test_loss_curve_draws_each_step_and_a_moving_mean():
@@ -178,3 +207,29 @@ def test_published_figures_are_labelled_as_the_studys():
     assert "not measured here" in g2p.STUDY_SOURCE
     assert {r["what"] for r in g2p.wheel_report()} >= {"CPU features the processor has",
                                                        "oneDNN (formerly MKL-DNN) kernels"}
+
+
+def test_batching_decodes_the_same_words_one_per_call_and_all_at_once():
+    seen = []
+
+    def fn(x):
+        seen.append(int(x.shape[0]))
+        return x
+
+    batched = g2p.batching(fn, ["cat", "dog", "bird"], 3, repeats=bench.MIN_ROUNDS)
+    assert batched.names[:2] == ["3 calls of 1 word", "1 call of 3 words"] and batched.params == {"words": 3}
+    assert set(seen) == {1, 3}
+    with pytest.raises(ValueError, match="words_per_call must be 2 or more"):
+        g2p.batching(fn, ["cat"], 1)
+    with pytest.raises(ValueError, match="need at least 5 words"):
+        g2p.batching(fn, ["cat"], 5)
+
+
+def test_the_onednn_type_line_is_explained_only_where_this_run_wrote_it():
+    line = ("E0000 util.cc:131] oneDNN supports DT_BOOL only on platforms with AVX-512. Falling back to the "
+            "default Eigen-based implementation if present.\n")
+    seen = g2p.onednn_log_text("I0000 start-up\n" + line + line.replace("DT_BOOL", "DT_INT32"))
+    assert seen.startswith("This run's kernel log holds \"oneDNN supports DT_BOOL only on platforms with AVX-512\"")
+    assert "(types named: `DT_BOOL`, `DT_INT32`)" in seen and "IsDataTypeSupportedByOneDNNOnThisCPU" in seen
+    unseen = g2p.onednn_log_text("I0000 start-up\n")
+    assert unseen.endswith("this run's log holds none.") and "IsDataTypeSupported" not in unseen

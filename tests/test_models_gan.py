@@ -210,6 +210,7 @@ def test_throughput_reads_timings_as_images_per_second(images):
     assert result.images_per_s(1) == pytest.approx(16 / t.median_s)
     assert result.gain(1, 0) == pytest.approx(result.images_per_s(1) / result.images_per_s(0))
     assert "images per step = 2 x batch" in result._repr_html_()
+    assert isinstance(result.native_log, str)
 
 
 def test_throughput_refuses_an_empty_unknown_or_out_of_process_plan():
@@ -236,16 +237,16 @@ def _timing(name, *times):
     return bench.Timing(name=name, first_call_s=times[0], times_s=list(times), number=1)
 
 
-def _journey_inputs(auto=True, tf_ops=(0.199, 0.2, 0.201, 0.2)):
+def _journey_inputs(auto=True, tf_ops=(0.199, 0.2, 0.201, 0.2, 0.2)):
     S = G.STEPS
-    steps = bench.Comparison([_timing(S["reload"], 1.0, 1.0, 1.0, 1.0), _timing(S["in_memory"], 0.2, 0.2, 0.2, 0.2),
+    steps = bench.Comparison([_timing(S["reload"], *[1.0] * 5), _timing(S["in_memory"], *[0.2] * 5),
                               _timing(S["tf_ops"], *tf_ops),
-                              _timing(S["tf_function"], 0.02, 0.02, 0.02, 0.02)],
+                              _timing(S["tf_function"], *[0.02] * 5)],
                              baseline=S["reload"], params={"batch": 64})
-    batches = G.Throughput(bench.Comparison([_timing("a", 0.02, 0.02), _timing("b", 0.05, 0.05),
-                                             _timing("c", 0.025, 0.025)], baseline="a"),
+    batches = G.Throughput(bench.Comparison([_timing("a", *[0.02] * 5), _timing("b", *[0.05] * 5),
+                                             _timing("c", *[0.025] * 5)], baseline="a"),
                            [("tf_function", 64), ("tf_function", 256), ("jit_compile", 256)])
-    auto = bench.Comparison([_timing(S["tf_function"], 0.05, 0.05), _timing(S["auto_jit"], 0.1, 0.1)],
+    auto = bench.Comparison([_timing(S["tf_function"], *[0.05] * 5), _timing(S["auto_jit"], *[0.1] * 5)],
                             baseline=S["tf_function"]) if auto else None
     return steps, batches, auto
 
@@ -262,8 +263,13 @@ def test_journey_ratios_read_each_step_over_the_one_before():
     assert study["data loaded once"] == pytest.approx(2200 / 237) and study["one tf.function"] is None
     text = str(ratios.verdicts())
     assert "TF ops, still eager: 1x on this machine (no measurable difference)" in text
-    edge = str(G.journey_ratios(*_journey_inputs(tf_ops=(0.19, 0.2, 0.21, 0.2))).verdicts())  # reaches 1/1.05x
+    edge = str(G.journey_ratios(*_journey_inputs(tf_ops=(0.19, 0.2, 0.21, 0.2, 0.2))).verdicts())  # reaches 1/1.05x
     assert "TF ops, still eager: 1x on this machine (too close to call against the noise floor)" in edge
+    steps, batches, auto = _journey_inputs()
+    few = G.Throughput(bench.Comparison([bench.Timing(t.name, t.first_call_s, t.times_s[:3], 1)
+                                         for t in batches.comparison.timings], baseline="a"), batches.plan)
+    assert "batch 64 -> 256 (the study: 64 -> 2048): 1.6x on this machine (too few rounds to judge)" in str(
+        G.journey_ratios(steps, few, auto).verdicts())
     assert "data loaded once: 5x on this machine; the study: 9.28x" in text
     assert ratios.plot() is not None and "<table>" in ratios._repr_html_()
     assert "XLA auto-clustering" not in [r["step"] for r in G.journey_ratios(*_journey_inputs(auto=False)).rows]
@@ -330,3 +336,82 @@ def test_course_bench_gan_writes_json(tmp_path, capsys):
     assert len(data["comparisons"]) == 2, "the steps and the batches; no auto-clustering"
     assert [r["step"] for r in data["ratios"]][0] == "data loaded once"
     assert "the study: 9.28x" in capsys.readouterr().out
+
+
+def _rounds(seconds, seed, n=30, noise=0.01):
+    return list(seconds * (1 + noise * np.random.default_rng(seed).standard_normal(n)))
+
+
+def _batches(small_s, big_s, small=64, big=256):
+    """A constructed ``throughput`` run: tf.function at two batch sizes (30 rounds, 1% noise) and its A/A."""
+    timings = [_timing("small", *_rounds(small_s, 1)), _timing("big", *_rounds(big_s, 2)),
+               _timing("jit", *_rounds(big_s, 3))]
+    return G.Throughput(bench.Comparison(timings, baseline="small", twin=_timing("A/A", *_rounds(small_s, 4))),
+                        [("tf_function", small), ("tf_function", big), ("jit_compile", big)])
+
+
+def test_throughput_judges_images_per_second_across_batch_sizes():
+    faster = _batches(0.1, 0.2)  # 4x the images in 2x the time
+    per = faster.per_image()
+    assert per["big"].median_s == pytest.approx(faster.comparison["big"].median_s / 512)
+    assert per.twin.median_s == pytest.approx(faster.comparison.twin.median_s / 128)
+    assert faster.call(1, 0) == "faster" and faster.verdict(1, 0).startswith("big: 2x faster than small")
+    assert _batches(0.1, 0.5).call(1, 0) == "slower"
+    assert _batches(0.1, 0.4).call(1, 0) == "no difference"
+
+
+@pytest.mark.parametrize("small_s, big_s, ends", [
+    (0.1, 0.2, "The step's fixed cost was a measurable part of the smaller batch's step."),
+    (0.1, 0.5, "this run times the whole step only, so it does not show which part of it grew."),
+    (0.1, 0.4, "At batch 64 the fixed cost was already too small a part of the step to matter."),
+    (0.1, 0.42, "This run cannot tell whether the larger batch changed images/s."),
+])
+def test_the_batch_sentence_explains_only_a_verdict_that_cleared_the_floor(small_s, big_s, ends):
+    batches = _batches(small_s, big_s)
+    text = G.batch_text(batches)
+    assert f"Here, batch 64 -> 256 in images/s: *{batches.verdict(1, 0)}*. " in text and text.endswith(ends)
+
+
+@pytest.mark.parametrize("share, says", [
+    (0.7, "The reload is the larger part of the step"),
+    (0.3, "Here the rest of the step is the larger part"),
+    (0.501, "too close in one profile to say which is larger"),
+    (0.45, "too close in one profile to say which is larger"),
+])
+def test_the_profile_names_the_larger_part_only_past_its_margin(share, says):
+    text = G.reload_share_text(share)
+    assert says in text and f"at most **{1 / (1 - share):.1f}x** faster" in text
+
+
+def test_the_profile_share_must_be_a_fraction():
+    with pytest.raises(ValueError, match=r"share must be a fraction of the step in \[0, 1\), got 1.2"):
+        G.reload_share_text(1.2)
+    with pytest.raises(ValueError, match="share must be a fraction"):
+        G.amdahl_text(1.0, _batches(0.1, 0.2).comparison, "big", "small")
+
+
+def _steps(reload_s, in_memory_s):
+    timings = [_timing("reload", *_rounds(reload_s, 1)), _timing("in memory", *_rounds(in_memory_s, 2))]
+    return bench.Comparison(timings, baseline="reload", twin=_timing("A/A", *_rounds(reload_s, 3)))
+
+
+@pytest.mark.parametrize("share, gain, says", [
+    (0.5, 2.0, "as far as this run can tell, the profile's share predicted the gain"),
+    (0.5, 2.08, "as far as this run can tell, the profile's share predicted the gain"),  # inside the floor's margin
+    (0.2, 2.0, "The bound lies below the measured interval even widened by the noise floor (1.05x): the profile "
+               "understated the reload, which the measured gain puts at about 50% of the unprofiled step."),
+    (0.8, 2.0, "The bound lies above the measured interval even widened by the noise floor (1.05x): the profile "
+               "overstated the reload"),
+])
+def test_the_amdahl_bound_is_called_apart_from_the_gain_only_beyond_the_noise_floor(share, gain, says):
+    text = G.amdahl_text(share, _steps(1.0, 1.0 / gain), "in memory", "reload")
+    assert says in text and f"(Amdahl's law): **{1 / (1 - share):.2f}x** here." in text
+
+
+def test_the_remapper_line_is_explained_only_where_this_run_wrote_it():
+    line = ("E0000 meta_optimizer.cc:967] remapper failed: INVALID_ARGUMENT: Mutation::Apply error: fanout "
+            "'gradient_tape/discriminator/LeakyReluGrad' exist for missing node 'discriminator/BiasAdd'.\n")
+    seen = G.remapper_text("I0000 other line\n" + line)
+    assert seen.startswith("**A log line this run wrote.**") and "the leaky ReLU's gradient reads that output" in seen
+    unseen = G.remapper_text("I0000 other line\n")
+    assert "this run did not" in unseen and "LeakyReluGrad" not in unseen and len(unseen) < len(seen) / 3

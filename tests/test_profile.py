@@ -249,3 +249,39 @@ def test_fix_reading_compares_the_rest_of_the_step_with_the_bounds_assumption():
     assert profile.fix_reading(before, _breakdown([{"function": 105.0}] * 3), "input")["rest"] == "held"
     with pytest.raises(ValueError, match="unknown category 'idle'"):
         profile.fix_reading(before, before, "idle")
+
+
+def _steps_with_function(function_us: list[float]) -> Trace:
+    """Steps of 100 µs on thread "main", each spending the given microseconds in a traced function's MatMul
+    and the rest in Python."""
+    evs, steps = [], []
+    for i, f in enumerate(function_us):
+        t0 = 100.0 * i
+        step = Event(HOST_PLANE, "main", "step", t0, 100.0)
+        step.stats["step_num"] = i
+        run = [Event(HOST_PLANE, "main", name, t0, f)
+               for name in ("EagerLocalExecute: __inference_f_7", "EagerKernelExecute", "f:MatMul")]
+        for k, e in enumerate(run):
+            e.parent = len(evs) + k  # the step, then each event inside the one before
+        evs += [step] + run
+        steps.append(Step(i, t0, t0 + 100.0, "main"))
+    return Trace(None, evs, steps)
+
+
+def test_a_lead_that_changes_from_step_to_step_is_not_called():
+    tied = profile.hypothesis(_steps_with_function([55.0, 48.0, 57.0]))
+    assert tied.bottleneck == "function" and tied.contender == "python"
+    assert tied.sentence.startswith("this run cannot tell whether function or python takes more of each step")
+    assert "outside TensorFlow" in tied.sentence and "MatMul leads the op time" in tied.sentence
+    assert tied.named == "function or python (this run cannot tell which is larger)"
+    clear = profile.hypothesis(_steps_with_function([70.0, 75.0, 72.0]))
+    assert clear.contender is None and clear.named == "function"
+    assert "next largest share is python" in clear.sentence
+
+
+def test_a_rest_that_overlaps_between_the_traces_is_unclear():
+    before = _breakdown([{"input": 900.0, "function": 100.0}, {"input": 900.0, "function": 130.0}])
+    overlapping = profile.fix_reading(before, _breakdown([{"function": 125.0}, {"function": 90.0}]), "input")
+    assert overlapping["rest"] == "unclear"
+    assert profile.fix_reading(before, _breakdown([{"function": 150.0}] * 2), "input")["rest"] == "grew"
+    assert profile.fix_reading(before, _breakdown([{"function": 80.0}] * 2), "input")["rest"] == "shrank"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib import evo
+from course_lib import bench, evo
 from course_lib.checks import exercise, method
 
 
@@ -68,7 +68,7 @@ def what_compiling_buys(variants, compiled, speedup, generations):
             f"the {name!r} variant ran {results[name].generations} generations, not {generations}"
     assert np.array_equal(results["eager"].population, results["graph"].population), \
         "the two variants should evolve the same population with the same model and seed, in another mode"
-    method.comparison(compiled, names, "eager", repeats=3)
+    method.comparison(compiled, names, "eager", repeats=bench.MIN_ROUNDS)
     method.close(speedup, compiled.speedup("graph"), "speedup (graph over eager, from compiled)")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib import evo
+from course_lib import bench, evo
 from course_lib.checks import exercise, method
 from course_lib.evo import rng
 
@@ -78,7 +78,7 @@ def measure_as_evolve(children, autograph, xla, variants, creep, n_ops, populati
             f"the {name!r} variant should call {name}, with the population and the key as arguments"
     for name in names:
         method.same(method.value_of(variants, name), expected, f"the {name!r} variant (children of population, KEY)")
-    method.comparison(creep, names, "eager", repeats=3)
+    method.comparison(creep, names, "eager", repeats=bench.MIN_ROUNDS)
     want = len(autograph.get_concrete_function(population, key).graph.get_operations())
     assert isinstance(n_ops, (int, np.integer)) and n_ops == want, \
         f"n_ops is {n_ops!r}; the traced graph of autograph for (population, KEY) has another number of operations"

@@ -7,7 +7,7 @@ from unittest import mock
 
 import numpy as np
 
-from course_lib import evo
+from course_lib import bench, evo
 from course_lib.checks import exercise, method
 
 
@@ -78,5 +78,5 @@ def chunk_cost(variants, chunking, speedup, model, population, generations):
             f"the {name!r} variant should return the Result of {generations} generations"
         assert np.array_equal(result.population, expected.population), \
             f"the {name!r} variant should evolve population (the chunk size does not change the result)"
-    method.comparison(chunking, names, names[0], repeats=3)
+    method.comparison(chunking, names, names[0], repeats=bench.MIN_ROUNDS)
     method.close(speedup, chunking.speedup(names[1]), f"speedup ({names[1]} over chunk=1, from chunking)")

@@ -88,16 +88,11 @@ class Diagnosis:
 
     @property
     def unexplained_s(self) -> float:
-        """Training time beyond input plus compute: positive when the halves did not overlap and
-        something else cost time too, negative when overlap hid part of the shorter half."""
+        """Training time beyond input plus compute, each timed in an epoch of its own: positive when training
+        cost more than its halves apart, negative when it cost less. The three epochs are separate, so this
+        holds their run-to-run differences as well as any overlap; the recorded runs of ``data.Recorder``
+        measure overlap directly."""
         return self.training_s - self.input_s - self.compute_s
-
-    @property
-    def overlap(self) -> float:
-        """The share of the shorter half that training hid behind the longer one, not clipped:
-        1.0 when training took only as long as the longer half, 0.0 when it took their sum, and
-        below 0 when it took longer than the sum."""
-        return -self.unexplained_s / min(self.input_s, self.compute_s)
 
     @property
     def bound(self) -> str:
@@ -117,15 +112,12 @@ class Diagnosis:
         out = [f"one training epoch took {ms(self.training_s)}: the input alone {ms(self.input_s)}, "
                f"the compute alone {ms(self.compute_s)}"]
         if self.unexplained_s >= 0:
-            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together (overlap "
-                       f"{self.overlap:.0%}): whatever overlapped, {ms(self.unexplained_s)} is explained by "
-                       f"neither half alone")
+            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together: "
+                       f"{ms(self.unexplained_s)} is explained by neither half alone")
         elif self.training_s > max(self.input_s, self.compute_s):
-            out.append(f"training took {ms(-self.unexplained_s)} less than input and compute together: "
-                       f"{self.overlap:.0%} of the shorter half ran hidden behind the longer one")
+            out.append(f"training took {ms(-self.unexplained_s)} less than input and compute timed apart")
         else:
-            out.append("training took no longer than the longer half alone: the shorter half was hidden "
-                       "completely")
+            out.append("training took no longer than the longer half alone")
         out.append({"input": "the input is the larger part: a faster model would help little; fix the pipeline first",
                     "compute": "the compute is the larger part: the model is the bigger lever",
                     "neither": "the time beyond input plus compute is larger than either: look at the "
@@ -164,11 +156,10 @@ class Diagnosis:
 def timed_alike(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """``dataset`` with ``tf.data`` autotuning off, how ``diagnose`` runs all three of its epochs.
 
-    With autotuning on, the end of an epoch (destroying its iterator) can wait for the autotuning
-    thread to finish its sleep: a random wait that would land on some epochs and not others, and
-    would bias the overlap read from them. Without autotuning, the stages keep the parallelism they
-    start with. ``diagnose`` also ends every epoch, the input alone included, by destroying its
-    iterator on the clock, so what a pipeline's teardown costs is in both the input alone and training."""
+    With autotuning on, a background thread retunes the stages' parallelism while epochs run, so the
+    input alone and training would not run the same pipeline; without it, the stages keep the parallelism
+    they start with. ``diagnose`` also ends every epoch, the input alone included, by destroying its
+    iterator on the clock, so whatever ending a pipeline costs is in both the input alone and training."""
     options = tf.data.Options()
     options.autotune.enabled = False
     return dataset.with_options(options)
@@ -182,7 +173,7 @@ def diagnose(model, dataset: tf.data.Dataset, shards: Shards, *, batch_size: int
     training on the same batches already in memory (compute alone), and training on
     the pipeline; each ``fit`` epoch is also split into ``EPOCH_PARTS``. ``dataset``
     yields the dict batches of ``pipeline``. All three run ``timed_alike``: with ``tf.data``
-    autotuning off, so no epoch pays a wait at its end that the others do not.
+    autotuning off, so all three run the same pipeline.
     """
     ready = transform({"id": shards.ids, "x": shards.x, "y": shards.y})
     dataset = timed_alike(dataset)

@@ -1,6 +1,6 @@
-"""What lectures 10, 12 and 13 run beyond the engine: the benchmark models, the one-call reference,
-the breakdown of one generation, replica races and the multi-worker runs. The NumPy GAs they are judged
-against live beside their problems, in ``course_lib.problems.numpy_ga``.
+"""What lectures 10 to 13 run beyond the engine: the benchmark models, the one-call reference, the price
+of eager dispatch, the breakdown of one generation, replica races and the multi-worker runs. The NumPy GAs
+they are judged against live beside their problems, in ``course_lib.problems.numpy_ga``.
 """
 
 from __future__ import annotations
@@ -101,6 +101,38 @@ def threefry_evolve(model, population, generations: int) -> Callable[[], np.ndar
     return lambda: model.evolve(population, generations=generations).population
 
 
+# -- what eager dispatch costs per operation (lecture 11) ----------------------------------------
+
+NESTED = ("While", "StatelessWhile", "PartitionedCall", "StatefulPartitionedCall")  # ops that run a graph of their own
+
+
+def operation_count(fn, *args) -> tuple[int, bool]:
+    """The TensorFlow operations one call of the ``tf.function`` ``fn`` traces, and whether any of them runs a
+    nested graph (a loop or a function call), whose operations the count leaves out."""
+    operations = fn.get_concrete_function(*args).graph.get_operations()
+    return len(operations), any(op.type in NESTED for op in operations)
+
+
+def dispatch_sentence(per_op: dict, eager: str = "eager", graph: str = "autograph") -> str:
+    """What eager execution cost per operation beyond the graph, read from per-op comparisons.
+
+    ``per_op`` maps an op's label to (its ``bench.Comparison`` with ``eager`` and ``graph`` variants, the
+    operations one call traces), for ops whose graph nests no other graph. For each op whose graph was
+    measurably faster, the eager time beyond the graph's is divided by the operations: both run the same
+    kernels, so the difference is what dispatching them one at a time from Python added.
+    """
+    extra = {label: (cmp[eager].median_s - cmp[graph].median_s) / count * 1e6
+             for label, (cmp, count) in per_op.items() if cmp.call(graph, over=eager) == "faster"}
+    if not extra:
+        return (f"In this run no op's {graph} variant was measurably faster than {eager}, so the table gives no "
+                "price of dispatching an operation eagerly.")
+    values = sorted(extra.values())
+    return (f"Across the {len(values)} ops whose graph nests no loop and ran measurably faster than {eager}, {eager} "
+            f"took {values[0]:,.1f} to {values[-1]:,.1f} µs more per operation than the graph (median "
+            f"{float(np.median(values)):,.1f} µs): what dispatching each operation from Python cost on this machine "
+            "beyond the graph's own scheduling. Hundreds of operations per call make that milliseconds.")
+
+
 # -- where the time of one generation goes ----------------------------------------------------------
 
 
@@ -151,7 +183,7 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
         return pop, gen.evaluate(pop)
 
     def selection(pop, fit, key, i):
-        idx = gen.select(fit, key)
+        idx = gen.select(fit, key, state.selection)[0]
         return tf.gather(pop, idx), tf.gather(fit, idx)
 
     def words(pop, fit, key, i):
@@ -160,7 +192,7 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
 
     def whole_of(g):
         def whole(pop, fit, key, i):
-            s = g.step(executors.State(pop, fit, pop[0], fit[0], tf.constant(0)), i)[0]
+            s = g.step(state._replace(population=pop, fitness=fit, best=pop[0], best_fitness=fit[0]), i)[0]
             return s.population, s.fitness
         return whole
 
@@ -172,11 +204,10 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
 
     def without_selection():
         g = copy.copy(gen)
-        g.select = lambda pool_fit, key, blocks=1: tf.range(g.rows * blocks)
+        g.select = lambda pool_fit, key, carried, blocks=1: (tf.range(g.rows * blocks), carried)
         return whole_of(g)
 
-    kinds = [type(node.op).__name__ for node in model.nodes]
-    names = [kind if kinds.count(kind) == 1 else f"{kind} ({node.op.name})" for kind, node in zip(kinds, model.nodes)]
+    names = _part_names(model)
     parts = {"whole generation": whole_of(gen), "random words alone": words}
     parts.update({name: op_part(node) for name, node in zip(names, model.nodes)})
     parts.update({"fitness": fitness, "selection (tournament + gather)": selection})
@@ -204,13 +235,32 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     seconds = {name: s for name, s in timed.items() if not name.startswith("without ")}
     saved = {name: timed["whole generation"] - timed[f"without {name}"] for name in removable}
     stored = int(np.prod(state.population.shape)) * state.population.dtype.size
-    # the population-sized arrays a generation can hold: XLA fusion may never write some of them
-    arrays = (["the population"] + [f"{name}'s children" for name in names]
-              + [f"{name}'s mates" for name, node in zip(names, model.nodes) if isinstance(node.op, evo.ops.Mating)]
-              + ["selection's new population"])
     return {"comparison": cmp, "seconds": seconds, "saved": saved, "words": words_drawn[0], "individuals": n,
-            "genes": spec.size, "population_bytes": stored, "arrays": arrays, "cache_bytes": _cache_bytes(),
-            "packed": packed}
+            "genes": spec.size, "population_bytes": stored, "arrays": population_arrays(model),
+            "cache_bytes": _cache_bytes(), "packed": packed}
+
+
+def _part_names(model) -> list[str]:
+    """A name per node of ``model``: its op's class, with the node's name where two share a class."""
+    kinds = [type(node.op).__name__ for node in model.nodes]
+    return [kind if kinds.count(kind) == 1 else f"{kind} ({node.op.name})" for kind, node in zip(kinds, model.nodes)]
+
+
+def population_arrays(model) -> list[str]:
+    """The population-sized arrays one generation of ``model`` can hold (XLA fusion may never write some)."""
+    names = _part_names(model)
+    return (["the population"] + [f"{name}'s children" for name in names]
+            + [f"{name}'s mates" for name, node in zip(names, model.nodes) if isinstance(node.op, evo.ops.Mating)]
+            + ["selection's new population"])
+
+
+def _smallest_cache(total: int, caches: dict[str, int]) -> str:
+    """Where ``total`` bytes sit in the cache hierarchy, as words: "fits in L2 (1,024 KiB)" or not."""
+    fits = [level for level, b in sorted(caches.items()) if total <= b]
+    largest = max(caches, key=caches.get, default=None)
+    return (f"which fits in {fits[0]} ({caches[fits[0]] // 1024:,} KiB)" if fits else
+            f"more than the largest cache, {largest} ({caches[largest] // 1024:,} KiB)" if largest else
+            "against cache sizes this machine does not report")
 
 
 def breakdown_table(breakdown: dict) -> list[dict]:
@@ -238,23 +288,87 @@ def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
            "gene-generations/s.",
            f"The most expensive part measured apart is {biggest}: {parts[biggest] * 1e6:,.0f} µs "
            f"({parts[biggest] / whole:.0%}; the parts measured apart include their own random words)."]
-    saved = breakdown["saved"]
-    most = max(saved, key=saved.get)
-    out.append(f"Removed from the whole generation, {most} saves the most: {saved[most] * 1e6:,.0f} µs "
-               f"({saved[most] / whole:.0%} of the generation)"
-               + ("; a part can cost less inside the generation than apart, where XLA fuses it with its "
-                  "neighbours, or more." if abs(saved[most] - parts[most]) > 0.2 * parts[most] else "."))
-    caches, arrays = breakdown["cache_bytes"], breakdown["arrays"]
-    size = breakdown["population_bytes"]
+    out.append(removal_sentence(breakdown))
+    arrays, size = breakdown["arrays"], breakdown["population_bytes"]
     total = size * len(arrays)
-    fits = [level for level, b in sorted(caches.items()) if total <= b]
-    largest = max(caches, key=caches.get, default=None)
-    where = (f"which fits in {fits[0]} ({caches[fits[0]] // 1024:,} KiB)" if fits else
-             f"more than the largest cache, {largest} ({caches[largest] // 1024:,} KiB)" if largest else
-             "against cache sizes this machine does not report")
     out.append(f"The stored population is {size / 1024:,.0f} KiB; a generation handles up to {len(arrays)} arrays "
-               f"of that size ({', '.join(arrays)}), {total / 1024:,.0f} KiB in all, {where}.")
+               f"of that size ({', '.join(arrays)}), {total / 1024:,.0f} KiB in all, "
+               f"{_smallest_cache(total, breakdown['cache_bytes'])}.")
     return bench.Verdicts(out)
+
+
+def _saved_share(cmp: bench.Comparison, name: str) -> tuple[float, float]:
+    """The 95% interval of the share of the whole generation that removing ``name`` saved."""
+    lo, hi = cmp.interval(f"without {name}", over="whole generation")
+    return 1 - 1 / lo, 1 - 1 / hi
+
+
+def removal_sentence(breakdown: dict) -> str:
+    """Which part saves the most when removed from the whole generation, said only as far as the intervals go.
+
+    A part's saving is called where the generation without it is measurably faster than the whole; one part
+    is named as saving the most only where the generation without it is also measurably faster than the
+    generation without each other part. Otherwise the sentence says this run cannot tell; with fewer than
+    ``bench.MIN_ROUNDS`` rounds it gives the savings with no interval and judges nothing.
+    """
+    cmp, saved = breakdown["comparison"], breakdown["saved"]
+    whole = breakdown["seconds"]["whole generation"]
+
+    judged = cmp.rounds >= bench.MIN_ROUNDS
+
+    def reading(name: str) -> str:
+        if not judged:
+            return f"{name} {saved[name] * 1e6:,.0f} µs ({saved[name] / whole:.0%} of the generation)"
+        lo, hi = _saved_share(cmp, name)
+        return (f"{name} {saved[name] * 1e6:,.0f} µs ({saved[name] / whole:.0%} of the generation; 95% interval "
+                f"{lo:.0%} to {hi:.0%})")
+
+    if not judged:
+        return ("Removed from the whole generation: " + ", ".join(map(reading, saved)) + f"; {cmp.rounds} rounds "
+                f"are too few to judge which saves the most (at least {bench.MIN_ROUNDS} are needed).")
+    helps = [name for name in saved if cmp.call(f"without {name}", over="whole generation") == "faster"]
+    if not helps:
+        return ("Removing any one part did not measurably shorten the whole generation in this run: "
+                + ", ".join(map(reading, saved)) + ".")
+    most = max(helps, key=saved.get)
+    rivals = [name for name in saved if name != most]
+    if all(cmp.call(f"without {most}", over=f"without {name}") == "faster" for name in rivals):
+        return (f"Removed from the whole generation, {reading(most)} saves the most, measurably more than "
+                + (" or ".join(rivals) if rivals else "nothing") + "; a part can cost less inside the generation "
+                "than apart, where XLA fuses it with its neighbours, or more.")
+    return ("Removed from the whole generation, " + " and ".join(map(reading, helps))
+            + (" each measurably shorten it" if len(helps) > 1 else " measurably shortens it")
+            + ", but this run cannot tell which part saves the most: the generations without each are too close "
+            "to call.")
+
+
+def packing_sentence(measured: bench.Comparison, model, packed: str, unpacked: str,
+                     cache_bytes: dict[str, int] | None = None) -> str:
+    """What the packed-against-unpacked verdict of ``measured`` says, and where the unpacked arrays sit.
+
+    Packing gives each step 32 times fewer words: fewer bytes to move and fewer instructions to run. Which
+    of the two a gain comes from is not measured; the sentence only rules out main memory where the unpacked
+    generation's population-sized arrays (``population_arrays(model)`` of int32 genes) fit in a cache.
+    """
+    caches = _cache_bytes() if cache_bytes is None else cache_bytes
+    n, genes = measured.params["population"], measured.params["genes"]
+    arrays = len(population_arrays(model))
+    total = arrays * n * genes * 4
+    where = _smallest_cache(total, caches)
+    verdict = measured.verdict(packed, over=unpacked)
+    head = (f"Packing: {verdict}. Unpacked, a generation of {n} x {genes} handles up to {arrays} "
+            f"population-sized arrays of int32 genes, {total / 1024:,.0f} KiB in all, {where}")
+    if not measured.apart(packed, unpacked):
+        return head + "; at this size packing made no difference this run could call."
+    if where.startswith("which fits"):
+        cause = ("so the difference does not come from main memory: packed, each instruction handles 32 genes and "
+                 "each pass moves 32 times fewer bytes through the caches")
+    elif caches:
+        cause = ("so an unpacked pass reaches main memory with 32 times the bytes of a packed one, and packed, each "
+                 "instruction also handles 32 genes")
+    else:
+        cause = "packed, each pass moves 32 times fewer bytes and each instruction handles 32 genes"
+    return head + "; " + cause + "; this run does not separate the two."
 
 
 # -- runs the lecture, the tests and the benchmark share -----------------------------------------

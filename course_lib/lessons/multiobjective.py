@@ -43,16 +43,47 @@ def speed_variants(generations: int) -> dict[str, Callable]:
     return {NUMPY: numpy_run, GRAPH: engine("graph"), XLA: engine("xla")}
 
 
+def best_hypervolume(problem: mo.Problem, size: int, samples: int = 1000) -> float:
+    """The most hypervolume ``size`` points of ``problem``'s true front reach (two objectives, minimised).
+
+    A finite set cannot reach the whole front's hypervolume, so a found front of ``size`` points is fairly
+    judged against the best set of that size. The true front is sampled at ``samples`` points at least, and
+    the best subset is exact over the sample: sorted by the first objective, a set's hypervolume is a sum of
+    rectangles, each fixed by a point and the next one chosen, so a dynamic program over (points chosen,
+    leftmost point) finds it in ``size`` passes over a ``samples`` x ``samples`` table.
+    """
+    if len(problem.reference) != 2:
+        raise ValueError(f"best_hypervolume takes two objectives; {problem.name} has {len(problem.reference)}")
+    if size < 1:
+        raise ValueError(f"size must be at least 1 point, got {size}")
+    front = problem.front(samples)
+    if len(front) < samples:  # a disconnected front keeps only part of an even sample
+        front = problem.front(-(-samples * samples // len(front)))
+    r1, r2 = problem.reference
+    front = front[(front[:, 0] < r1) & (front[:, 1] < r2)]
+    f1, height = front[:, 0].astype(np.float64), r2 - front[:, 1].astype(np.float64)
+    alone = (r1 - f1) * height  # one point, i leftmost
+    # [i, j]: the rectangle point i adds when j is the next point chosen; -inf where j cannot follow i
+    step = np.where(f1[None, :] > f1[:, None], (f1[None, :] - f1[:, None]) * height[:, None], -np.inf)
+    best = alone
+    for _ in range(min(size, len(f1)) - 1):
+        best = np.maximum((step + best[None, :]).max(axis=1), alone)  # at most k points: one alone is a floor
+    return float(best.max())
+
+
 def front_verdicts(runs: dict) -> bench.Verdicts:
-    """One sentence per problem: the found front's hypervolume against the true front's.
+    """One sentence per problem: the found front's hypervolume against the best that as many points of the
+    true front reach (``best_hypervolume``), with the whole front's beside it.
 
     ``runs`` maps a ``Problem`` name to (problem, result)."""
     sentences = []
     for name, (problem, result) in runs.items():
-        hv, true = result.front.hypervolume, problem.true_hypervolume
-        sentences.append(f"{name}: {len(result.front)} non-dominated individuals after {result.generations} "
-                         f"generations, hypervolume {hv:.4f} against the true front's {true:.4f} "
-                         f"({100 * (1 - hv / true):.2f}% short).")
+        hv, size = result.front.hypervolume, len(result.front)
+        best = best_hypervolume(problem, size)
+        sentences.append(f"{name}: {size} non-dominated individuals after {result.generations} generations, "
+                         f"hypervolume {hv:.4f} against {best:.4f}, the most any {size} points of the true front "
+                         f"reach ({100 * (1 - hv / best):.2f}% short; the whole front's is "
+                         f"{problem.true_hypervolume:.4f}).")
     return bench.Verdicts(sentences)
 
 

@@ -22,6 +22,7 @@ import hashlib
 import html
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -439,6 +440,21 @@ def inference_widget(fns: Mapping[str, Callable], words: Sequence[str], batch_si
                          title="g2p inference paths, time per call")
 
 
+def batching(fn: Callable, words: Sequence[str], words_per_call: int = 20, *, repeats: int = 5) -> bench.Comparison:
+    """The first ``words_per_call`` words decoded by path ``fn`` one word per call and all in one call, in
+    turns in one comparison: both variants decode the same words, so the speedup is batching's gain per
+    word, not a ratio of two runs between which the machine may have changed."""
+    _check_batch_sizes(words, (words_per_call,))
+    if words_per_call < 2:
+        raise ValueError(f"words_per_call must be 2 or more to batch anything, got {words_per_call}")
+    singles = [tf.constant(encode_words([w])) for w in words[:words_per_call]]
+    together = tf.constant(encode_words(list(words[:words_per_call])))
+    variants = {f"{words_per_call} calls of 1 word": lambda: [fn(x) for x in singles],
+                f"1 call of {words_per_call} words": lambda: fn(together)}
+    return bench.compare(variants, repeats=repeats, in_turns=True, title=f"{words_per_call} words, batched or not",
+                         params={"words": words_per_call})
+
+
 def _check_batch_sizes(words: Sequence[str], batch_sizes: Sequence[int]) -> None:
     if isinstance(words, str):
         raise TypeError(f"words must be a list of words, got the string {words!r}")
@@ -466,27 +482,43 @@ class LatencyTable:
     def speedup(self, name: str, words: int) -> float:
         return self.comparisons[words].speedup(name)
 
-    def gains(self) -> list[tuple[str, float]]:
-        """What each change bought: every path over the one listed before it, at the largest batch (one run),
-        and batching, read as the per-word gain of the fastest path from the smallest batch to the largest."""
-        small, large = min(self.comparisons), max(self.comparisons)
-        last = self.comparisons[large]
-        out = [(f"{before} -> {after} ({large} words per call)", last.speedup(after, over=before))
-               for before, after in zip(last.names, last.names[1:])]
-        if small != large:
-            name = min(last.names, key=lambda n: last[n].median_s)
-            out.append((f"{name}: {large} words per call instead of {small}, per word",
-                        (self.ms(name, small) / small) / (self.ms(name, large) / large)))
-        return out
+    def gains(self) -> list[tuple[str, float, str]]:
+        """What each change bought: every path over the one listed before it, at the largest batch, each with
+        its verdict (``bench.Comparison.call``). Only paths measured in one run are divided; batching, which
+        the table measures in separate runs, is ``batching``'s comparison."""
+        last = self.comparisons[max(self.comparisons)]
+        large = max(self.comparisons)
+        return [(f"{before} -> {after} ({large} words per call)", last.speedup(after, over=before),
+                 last.call(after, over=before)) for before, after in zip(last.names, last.names[1:])]
 
-    def largest_gain(self) -> bench.Verdicts:
-        """Each change's gain, and which one was the largest on this machine, as sentences."""
-        gains = self.gains()
-        if not gains:
+    def largest_gain(self, batched: bench.Comparison | None = None) -> bench.Verdicts:
+        """Each change's gain with its verdict, and which called gain was the largest on this machine, as
+        sentences; a change whose verdict is not "faster" is listed as what it is, never as a gain.
+        ``batched`` (``batching``'s comparison) adds batching, measured in one run."""
+        steps = list(self.gains())
+        if batched is not None:
+            single, batch = batched.names[:2]
+            steps.append((f"{batch} instead of {single}, per word", batched.speedup(batch, over=single),
+                          batched.call(batch, over=single)))
+        if not steps:
             return bench.Verdicts(["only one path and one batch size: nothing to compare"])
-        best, ratio = max(gains, key=lambda g: g[1])
-        return bench.Verdicts([f"{step}: {bench.ratio_text(r)}" for step, r in gains]
-                              + [f"the largest single gain here: {best}, {bench.ratio_text(ratio)}"])
+        lines = []
+        for step, ratio, call in steps:
+            if call == "faster":
+                lines.append(f"{step}: {bench.ratio_text(ratio)}")
+            elif call == "slower":
+                lines.append(f"{step}: {bench.ratio_text(1 / ratio)} slower, a loss")
+            elif call == "no difference":
+                lines.append(f"{step}: no measurable difference ({bench.ratio_text(ratio)}), not a gain")
+            else:
+                lines.append(f"{step}: {call} ({bench.ratio_text(ratio)}), not counted as a gain")
+        called = [(step, ratio) for step, ratio, call in steps if call == "faster"]
+        if called:
+            best, ratio = max(called, key=lambda g: g[1])
+            lines.append(f"the largest single gain here: {best}, {bench.ratio_text(ratio)}")
+        else:
+            lines.append("no change here is a gain this run can call")
+        return bench.Verdicts(lines)
 
     def rows(self) -> list[dict]:
         names = next(iter(self.comparisons.values())).names
@@ -524,6 +556,26 @@ STUDY = (
 )
 STUDY_SOURCE = ("thekev.in, \"Tensorflow Model Optimization\" (2019): TensorFlow 1.x g2p_en on one CPU "
                 "core; the study's own figures, not measured here")
+
+
+ONEDNN_TYPE_LINE = re.compile(r"oneDNN supports (DT_[A-Z0-9]+) only on platforms with AVX-512")
+
+
+def onednn_log_text(log: str) -> str:
+    """The explanation of oneDNN's "supports DT_... only on platforms with AVX-512" line where ``log`` (what
+    this run wrote to standard error, ``devices.NativeLog``) holds it, and one sentence where it does not."""
+    found = sorted(set(ONEDNN_TYPE_LINE.findall(log)))
+    if not found:
+        return ("Where oneDNN is on, the kernel log may hold a line \"oneDNN supports DT_BOOL only on platforms "
+                "with AVX-512\" (or another type); this run's log holds none.")
+    types = ", ".join(f"`{t}`" for t in found)
+    return (f"This run's kernel log holds \"oneDNN supports {found[0]} only on platforms with AVX-512\" "
+            f"(types named: {types}), whatever this processor's features. TensorFlow prints it once a process, "
+            "the first time a graph rewrite asks whether oneDNN can take an op whose type it does not take: its "
+            "check (`IsDataTypeSupportedByOneDNNOnThisCPU`) accepts float32 everywhere and bfloat16, float16 and "
+            "8-bit types on processors with the matching features, and refuses every other type. Such an op keeps "
+            "its Eigen kernel, as with oneDNN off; for this decoder's booleans and integers (the masks, the "
+            "`while_loop`'s counters) no processor would change that.")
 
 
 def study_rows() -> list[dict]:

@@ -360,6 +360,7 @@ class Throughput:
 
     comparison: bench.Comparison
     plan: list[tuple[str, int]]  # (step key, batch) per timing
+    native_log: str = ""  # what TensorFlow's C++ runtime wrote to standard error during the run
 
     def images_per_s(self, index: int) -> float:
         _, batch = self.plan[index]
@@ -368,6 +369,30 @@ class Throughput:
     def gain(self, to: int, over: int = 0) -> float:
         """Images/s of row ``to`` over row ``over``: a ratio of throughputs, fair across batch sizes."""
         return self.images_per_s(to) / self.images_per_s(over)
+
+    def per_image(self) -> bench.Comparison:
+        """The same run read as seconds per image (each row's times over its 2 x batch images), so a verdict
+        between two batch sizes is a verdict on images/s; the A/A pair is the first row's, scaled alike."""
+        c = self.comparison
+        per = {t.name: 2 * batch for t, (_, batch) in zip(c.timings, self.plan)}
+
+        def scaled(t: bench.Timing, images: int) -> bench.Timing:
+            return bench.Timing(t.name, t.first_call_s / images, [x / images for x in t.times_s], t.number)
+
+        twin = None if c.twin is None else scaled(c.twin, per[c.baseline])
+        return bench.Comparison([scaled(t, per[t.name]) for t in c.timings], baseline=c.baseline,
+                                machine=c.machine, title=f"{c.title} (per image)".strip(), params=c.params,
+                                twin=twin, repeats=c.repeats)
+
+    def verdict(self, to: int, over: int = 0) -> str:
+        """``bench.Comparison.verdict`` of row ``to`` over row ``over`` in images/s ("faster": more images/s)."""
+        names = self.comparison.names
+        return self.per_image().verdict(names[to], over=names[over])
+
+    def call(self, to: int, over: int = 0) -> str:
+        """``bench.Comparison.call`` of row ``to`` over row ``over`` in images/s."""
+        names = self.comparison.names
+        return self.per_image().call(names[to], over=names[over])
 
     def rows(self) -> list[dict]:
         out = []
@@ -410,9 +435,15 @@ def throughput(plan: Sequence[tuple[str, int]], *, gan: GAN | None = None, image
              for key, batch in plan]
     steps = {name: make_step(key, gan, batch=batch, images=images, seed=seed, n_images=n_images)
              for name, (key, batch) in zip(names, plan)}
-    comparison = bench.compare(steps, repeats=repeats, title=title,
-                               params={"size": gan.size, "plan": list(plan), "repeats": repeats})
-    return Throughput(comparison, list(plan))
+    held: list[str] = []
+    try:
+        with xla.native_log_held() as held:  # kept to tell which log lines this run wrote (``remapper_text``)
+            comparison = bench.compare(steps, repeats=repeats, title=title,
+                                       params={"size": gan.size, "plan": list(plan), "repeats": repeats})
+    finally:
+        if "".join(held):
+            os.write(2, "".join(held).encode())  # the log still reaches standard error, as without holding it
+    return Throughput(comparison, list(plan), "".join(held))
 
 
 def step_worker(key: str, size: int, batch: int, seed: int, n_images: int) -> xla.CountedCall:
@@ -474,6 +505,8 @@ class JourneyRatios:
                 here += " (no measurable difference)"
             elif r["call"] == bench.TOO_CLOSE:
                 here += f" ({bench.TOO_CLOSE} against the noise floor)"
+            elif r["call"] == bench.TOO_FEW:
+                here += f" ({bench.TOO_FEW} to judge)"
             study = (f"the study: {bench.ratio_text(r['study'])}" if r["study"]
                      else "the study did not measure this step on its own")
             out.append(f"{r['step']}: {here}; {study}")
@@ -542,7 +575,7 @@ def journey_ratios(steps: bench.Comparison, batches: Throughput, auto: bench.Com
             _study_gain(("tf_function", "batch"), ("in_memory", "batch")),
             steps.call(S["tf_function"], S["in_memory"]), eager),
         row(f"batch {small} -> {big} (the study: 64 -> {STUDY_BIG_BATCH})", batches.gain(1, 0),
-            _study_gain(("tf_function", "big_batch"), ("tf_function", "batch")), None,
+            _study_gain(("tf_function", "big_batch"), ("tf_function", "batch")), batches.call(1, 0),
             "one run, tf.function at both batch sizes"),
         row("XLA jit_compile", batches.gain(2, 1), None,
             batches.comparison.call(batches.comparison.names[2], batches.comparison.names[1]),
@@ -573,6 +606,87 @@ def journey(*, size: int = 28, batch: int = 64, big_batch: int = 256, repeats: i
 
 
 # -- Profiles ---------------------------------------------------------------------------------------
+
+# One cProfile run has no interval of its own: a part is called the larger only when its share of the step
+# is at least this many times the rest's (60% against 40%), a margin one re-run's drift does not cross.
+PROFILE_MARGIN = 1.5
+REMAPPER_LINE = "remapper failed"  # Grappler's line when a remapper rewrite of a training step is invalid
+
+
+def reload_share_text(share: float) -> str:
+    """What a profile's share of the step spent reloading the data supports: which part is larger only
+    where the shares differ by ``PROFILE_MARGIN``, and the gain that removing the reload could bring."""
+    if not 0 <= share < 1:
+        raise ValueError(f"share must be a fraction of the step in [0, 1), got {share!r}")
+    rest = 1 - share
+    if share >= PROFILE_MARGIN * rest:
+        which = "The reload is the larger part of the step, as in the study, so it is the first thing to fix."
+    elif rest >= PROFILE_MARGIN * share:
+        which = ("Here the rest of the step is the larger part; the reload is still pure waste, and removing it "
+                 "costs nothing.")
+    else:
+        which = ("The reload and the rest of the step are too close in one profile to say which is larger; "
+                 "either way the reload is pure waste, and removing it costs nothing.")
+    return (f"Removing it should make the step at most **{1 / rest:.1f}x** faster (an estimate: profiling slows "
+            f"Python; the widget below measures it). {which}")
+
+
+def amdahl_text(share: float, steps: bench.Comparison, variant: str, over: str) -> str:
+    """The profile's bound on the gain of removing a part of ``share`` (Amdahl's law), set beside the
+    measured speedup of ``variant`` over ``over``. The bound is one profile's reading with no interval of
+    its own, so it is called above or below the gain only outside the gain's interval widened by the
+    comparison's noise floor; otherwise the two agree as far as this run can tell."""
+    if not 0 <= share < 1:
+        raise ValueError(f"share must be a fraction of the step in [0, 1), got {share!r}")
+    bound = 1 / (1 - share)
+    gain, (lo, hi) = steps.speedup(variant, over), steps.interval(variant, over)
+    floor = steps.floor(variant, over)
+    text = (f"The profile gave the reload **{share:.0%}** of the step. Removing a part that takes a share *s* can "
+            f"make the step at most 1 / (1 - *s*) faster, because the rest remains (Amdahl's law): **{bound:.2f}x** "
+            f"here. Measured: **{steps.judged(variant, over)}**. ")
+    if not steps.enough_rounds(variant, over):
+        return text + "With so few rounds this run cannot set the bound beside the gain."
+    if lo / floor <= bound <= hi * floor:
+        return text + (f"The bound lies within the measured interval widened by the noise floor ({floor:.3g}x): "
+                       "as far as this run can tell, the profile's share predicted the gain.")
+    return text + (f"The bound lies {'below' if bound < lo / floor else 'above'} the measured interval even widened "
+                   f"by the noise floor ({floor:.3g}x): the profile {'understated' if gain > bound else 'overstated'} "
+                   f"the reload, which the measured gain puts at about {1 - 1 / gain:.0%} of the unprofiled step. "
+                   "A profile is an estimate; the widget's timing is the measurement.")
+
+
+def batch_text(batches: Throughput, to: int = 1, over: int = 0) -> str:
+    """What the larger batch did to images/s in ``batches`` (rows ``over`` -> ``to``), explained only where
+    the verdict clears the noise floor."""
+    (_, small), (_, big) = batches.plan[over], batches.plan[to]
+    call, verdict = batches.call(to, over), batches.verdict(to, over)
+    head = (f"**A larger batch** spreads the fixed cost of a step (dispatch, launching each kernel) over more "
+            f"images. On an A100 with thousands of lanes a batch of 64 leaves most of the chip idle, so the study "
+            f"gained about 5x at {STUDY_BIG_BATCH:,}. Here, batch {small} -> {big} in images/s: *{verdict}*. ")
+    if call == "faster":
+        return head + "The step's fixed cost was a measurable part of the smaller batch's step."
+    if call == "slower":
+        return head + ("Per image, the larger batch cost more; this run times the whole step only, so it does "
+                       "not show which part of it grew.")
+    if call == "no difference":
+        return head + f"At batch {small} the fixed cost was already too small a part of the step to matter."
+    return head + "This run cannot tell whether the larger batch changed images/s."
+
+
+def remapper_text(log: str) -> str:
+    """The explanation of Grappler's "remapper failed" line where ``log`` (what this run wrote to standard
+    error) holds it, and one sentence where it does not."""
+    if REMAPPER_LINE not in log:
+        return ("**A log line you may see.** Where oneDNN is on, Grappler can log \"remapper failed\" for this "
+                "training step; this run did not.")
+    return ("**A log line this run wrote.** \"remapper failed: INVALID_ARGUMENT: Mutation::Apply error: fanout "
+            "'.../LeakyReluGrad' exist for missing node '.../BiasAdd'\". Grappler's remapper, the pass that fuses a "
+            "convolution or a matrix product with what follows it into one kernel, tried to fold a discriminator "
+            "convolution, its bias add and its leaky ReLU into one kernel, which would delete the bias add's "
+            "output; but the leaky ReLU's gradient reads that output, so the rewrite is invalid in a training "
+            "step and Grappler does not apply it. Logged at error level, it does not stop the step: the step ran "
+            "and was timed above.")
+
 
 def _module_of(filename: str) -> str:
     path = Path(filename)
@@ -620,7 +734,9 @@ def python_profile(step: Callable[[], object], calls: int = 5,
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls!r}")
     bench.force(step())
-    profiler = cProfile.Profile()
+    # Built-in (C) functions are not rows here, and not tracking them keeps the Python frames right: from
+    # Python 3.12, cProfile's tracking of some C calls (TensorFlow's op dispatch) drops the frames above them.
+    profiler = cProfile.Profile(builtins=False)
     profiler.enable()
     for _ in range(calls):
         bench.force(step())

@@ -1,0 +1,55 @@
+"""course_lib.lessons.multiobjective: the hypervolume a front of a given size can reach, and its sentence."""
+
+import itertools
+import types
+
+import numpy as np
+import pytest
+
+from course_lib import evo
+from course_lib.lessons import multiobjective as lesson
+from course_lib.problems import multiobjective as mo
+
+SIGNS = (-1.0, -1.0)
+
+
+def _problem(points: np.ndarray, reference=(1.1, 1.1)):
+    """A two-objective problem whose true front is exactly ``points``."""
+    return types.SimpleNamespace(name="made up", reference=reference, front=lambda n: points)
+
+
+def _hypervolume(points, reference=(1.1, 1.1)) -> float:
+    return float(evo.pareto.hypervolume(np.asarray(points, np.float32), reference, SIGNS))
+
+
+def test_best_hypervolume_is_the_best_subset_of_the_sampled_front():
+    f1 = np.sort(np.random.default_rng(0).random(9))
+    front = np.stack([f1, 1 - np.sqrt(f1)], 1)
+    problem = _problem(front)
+    for size in (1, 2, 3, 9, 12):
+        brute = max(_hypervolume(front[list(c)]) for c in itertools.combinations(range(9), min(size, 9)))
+        assert lesson.best_hypervolume(problem, size, samples=9) == pytest.approx(brute, rel=1e-5)
+
+
+def test_best_hypervolume_beats_even_spacing_and_stays_below_the_whole_front():
+    zdt1 = mo.zdt(1)
+    best = lesson.best_hypervolume(zdt1, 100)
+    assert zdt1.hypervolume(zdt1.front(100)) < best < zdt1.true_hypervolume
+
+
+def test_best_hypervolume_refuses_what_it_cannot_compute():
+    with pytest.raises(ValueError, match="two objectives; DTLZ2 has 3"):
+        lesson.best_hypervolume(mo.dtlz2(), 10)
+    with pytest.raises(ValueError, match="at least 1 point"):
+        lesson.best_hypervolume(mo.zdt(1), 0)
+
+
+def test_front_verdicts_read_the_found_front_against_the_best_of_its_size():
+    zdt1 = mo.zdt(1)
+    found = zdt1.front(50)
+    front = type("Front", (), {"hypervolume": zdt1.hypervolume(found), "__len__": lambda self: 50})()
+    result = types.SimpleNamespace(front=front, generations=7)
+    text = str(lesson.front_verdicts({"ZDT1": (zdt1, result)}))
+    best = lesson.best_hypervolume(zdt1, 50)
+    assert f"hypervolume {zdt1.hypervolume(found):.4f} against {best:.4f}, the most any 50 points" in text
+    assert f"the whole front's is {zdt1.true_hypervolume:.4f})." in text
