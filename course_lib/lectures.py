@@ -430,14 +430,11 @@ def explanations_in(notebook: Path) -> dict[int, list[str]]:
     """Every explanation an executed notebook renders, by cell: the sentences of its Markdown outputs and of
     the text it prints, figures masked, verdicts left out. A sentence that picks a mechanism from a
     measurement ("bound by memory", "the largest share is python") changes here when a re-run picks another."""
+    from course_lib import rendered_text
+
     nb = nbformat.read(notebook, as_version=4)
-    out: dict[int, list[str]] = {}
-    for i, cell in enumerate(nb.cells):
-        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            text = output.get("data", {}).get("text/markdown", "")
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                text = output.get("text", "")
-            out.setdefault(i, []).extend(_sentences(text))
+    out = {i: [s for _, text in rendered_text.rendered(cell) for s in _sentences(text)]
+           for i, cell in enumerate(nb.cells) if cell.cell_type == "code"}
     return {i: sentences for i, sentences in out.items() if sentences}
 
 
