@@ -13,10 +13,11 @@ for DTLZ2-4 (pymoo is told ``n_var``); Das-Dennis directions, p = 12 for 3 objec
 92), 6 for 5 (210, population 212), two layers (3, 2) for 8 (156, population 156) and 10 (275,
 population 276), and 99 for 2 objectives (100 directions, population 100); their generations; SBX with
 eta 30, probability 1 and each variable crossed with probability 1/2, polynomial mutation with eta 20
-and rate 1 / n (pymoo's NSGA-III defaults: ``SBX(eta=30, prob=1.0)``, ``PM(eta=20)``). Both start from
-a uniform random population of the seed. pymoo's NSGA-III eliminates duplicate children (in decision
-space) by default; the engine runs ``NSGA3(eliminate_duplicates=True)`` (objective space) to match,
-unless ``--keep-duplicates``. IGD is pymoo's indicator (the same formula in NumPy without
+and rate 1 / n of a child picked with probability 0.9 (pymoo's NSGA-III defaults: ``SBX(eta=30,
+prob=1.0)``, ``PM(eta=20)``, whose ``prob`` is 0.9). Both start from a uniform random population of the
+seed. pymoo's NSGA-III eliminates duplicates by default, drawing a child that copies a parent or another
+child again before it is evaluated; the engine runs ``NSGA3(eliminate_duplicates=True)``, which does the
+same, unless ``--keep-duplicates``. IGD is pymoo's indicator (the same formula in NumPy without
 pymoo) of the non-dominated rows of the final population, their decision variables evaluated again in
 float64 (``Dtlz.numpy``), against the points where the directions meet the true front.
 """
@@ -39,7 +40,7 @@ SIZES = {2: (99, 100), 3: (12, 92), 5: (6, 212), 8: ((3, 2), 156), 10: ((3, 2), 
 GENERATIONS = {(1, 2): 400, (1, 3): 400, (1, 5): 600, (1, 8): 750, (1, 10): 1000,
                (2, 2): 250, (2, 3): 250, (2, 5): 350, (2, 8): 500, (2, 10): 750,
                (3, 3): 1000, (3, 5): 1000, (4, 3): 600, (4, 5): 1000}
-ETA_C, ETA_M = 30.0, 20.0
+ETA_C, ETA_M, MUTATION_PROBABILITY = 30.0, 20.0, 0.9  # pymoo's NSGA-III: SBX(eta=30), PM(eta=20, prob=0.9)
 
 
 def has_pymoo() -> bool:
@@ -65,7 +66,8 @@ def igd(points: np.ndarray, front: np.ndarray) -> float:
 def engine_model(problem: dtlz.Dtlz, directions: np.ndarray, eliminate_duplicates: bool) -> evo.Model:
     """The engine's NSGA-III on ``problem`` under XLA with pymoo's variation settings."""
     selection = evo.selection.NSGA3(directions=directions, eliminate_duplicates=eliminate_duplicates)
-    return dtlz.model(problem, selection, mode="xla", eta_c=ETA_C, eta_m=ETA_M)
+    return dtlz.model(problem, selection, mode="xla", eta_c=ETA_C, eta_m=ETA_M,
+                      mutation_probability=MUTATION_PROBABILITY)
 
 
 def engine_run(model: evo.Model, problem: dtlz.Dtlz, size: int, generations: int,
@@ -83,15 +85,29 @@ def engine_run(model: evo.Model, problem: dtlz.Dtlz, size: int, generations: int
 def pymoo_run(problem: dtlz.Dtlz, directions: np.ndarray, size: int, generations: int,
               seed: int) -> tuple[np.ndarray, float]:
     """(final population, generations per second) of pymoo's NSGA-III with its defaults (SBX eta 30,
-    probability 1; polynomial mutation eta 20, rate 1 / n; duplicates eliminated)."""
+    probability 1; polynomial mutation eta 20, rate 1 / n, probability 0.9; duplicates eliminated)."""
     from pymoo.algorithms.moo.nsga3 import NSGA3
     from pymoo.optimize import minimize
     from pymoo.problems import get_problem
 
     target = get_problem(f"dtlz{problem.number}", n_var=problem.variables, n_obj=problem.objectives)
     start = time.perf_counter()
-    result = minimize(target, NSGA3(directions, pop_size=size), ("n_gen", generations), seed=seed, verbose=False)
+    # pymoo counts the initial population as generation 1: n_gen = generations + 1 breeds ``generations``
+    # times, the engine's number of evaluations
+    result = minimize(target, NSGA3(directions, pop_size=size), ("n_gen", generations + 1), seed=seed,
+                      verbose=False)
     return result.pop.get("X"), generations / (time.perf_counter() - start)
+
+
+def pymoo_rate(problem: dtlz.Dtlz, directions: np.ndarray, size: int, generations: int) -> float:
+    """pymoo's NSGA-III generations per second at ``size``: a run of ``generations`` less a run of none
+    (its set-up and the initial population's evaluation)."""
+    began = time.perf_counter()
+    pymoo_run(problem, directions, size, 0, 0)
+    setup = time.perf_counter() - began
+    began = time.perf_counter()
+    pymoo_run(problem, directions, size, generations, 0)
+    return generations / max(time.perf_counter() - began - setup, 1e-9)
 
 
 def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates: bool = True,
@@ -127,13 +143,16 @@ def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates:
     return rows
 
 
-def speed(sizes, generations: int, repeats: int, numpy_generations: int) -> list[dict]:
+def speed(sizes, generations: int, repeats: int, numpy_generations: int, eliminate_duplicates: bool = True,
+          with_pymoo: bool = True) -> list[dict]:
     """Generations per second on DTLZ2 with 5 objectives at each population: the engine under XLA (the
-    first call, which compiles, apart) and the NumPy NSGA-III, in the same run."""
+    first call, which compiles, apart; pymoo's settings, as ``engine_model``), the NumPy NSGA-III and
+    (when ``with_pymoo`` and it is installed) pymoo's NSGA-III, in the same run."""
     problem = dtlz.dtlz(2, 5)
     rows = []
     for size in sizes:
-        model = dtlz.model(problem, evo.selection.NSGA3(), mode="xla")
+        directions = evo.nsga3.reference_directions(5, evo.nsga3.default_partitions(5, size))
+        model = engine_model(problem, directions, eliminate_duplicates)
         pop = dtlz.start(problem, size)
         result = bench.compare(
             {"NumPy NSGA-III": lambda size=size: numpy_nsga3(problem, size, numpy_generations),
@@ -142,8 +161,12 @@ def speed(sizes, generations: int, repeats: int, numpy_generations: int) -> list
         print(result, end="\n\n")
         numpy_rate = numpy_generations / result["NumPy NSGA-III"].median_s
         engine_rate = generations / result["evo xla"].median_s
-        rows.append({"population": size, "NumPy gen/s": numpy_rate, "evo xla gen/s": engine_rate,
-                     "ratio": engine_rate / numpy_rate})
+        row = {"population": size, "NumPy gen/s": numpy_rate, "evo xla gen/s": engine_rate,
+               "ratio": engine_rate / numpy_rate}
+        if with_pymoo and has_pymoo():
+            rate = pymoo_rate(problem, directions, size, numpy_generations)
+            row.update({"pymoo gen/s": rate, "engine / pymoo": engine_rate / rate})
+        rows.append(row)
     return rows
 
 
@@ -185,9 +208,10 @@ def _check(args) -> str | None:
         "--keep-duplicates": dict(action="store_true",
                                   help="the engine's NSGA3() keeps duplicates (pymoo, as run here, eliminates them)"),
         "--no-pymoo": dict(action="store_true", help="leave pymoo out even when it is installed"),
-        "--sizes": dict(default="1000,4000", help="populations of the generations-per-second comparison ('' for none)"),
+        "--sizes": dict(default="1000,4096", help="populations of the generations-per-second comparison ('' for none)"),
         "--generations": dict(type=int, default=20, help="engine generations per timed call"),
-        "--numpy-generations": dict(type=int, default=2, help="NumPy NSGA-III generations per timed call"),
+        "--numpy-generations": dict(type=int, default=2,
+                                    help="NumPy NSGA-III generations per timed call (and pymoo's run)"),
         "--pools": dict(default="500,1000,2000,4000", help="pool sizes of the selection-alone timing ('' for none)"),
     })
 def bench_nsga3(args) -> bench.Report:
@@ -199,7 +223,7 @@ def bench_nsga3(args) -> bench.Report:
                       not args.keep_duplicates, not args.no_pymoo)
     _print_rows("median final IGD against the true front (Deb and Jain's settings)", finals)
     rates = speed([int(s) for s in args.sizes.split(",")], args.generations, args.repeats,
-                  args.numpy_generations) if args.sizes else []
+                  args.numpy_generations, not args.keep_duplicates, not args.no_pymoo) if args.sizes else []
     if rates:
         _print_rows("generations per second, DTLZ2 with 5 objectives", rates)
     selection = selection_speed([int(s) for s in args.pools.split(",")], args.repeats) if args.pools else []

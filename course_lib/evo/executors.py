@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack, fastmath, fusion, knobs, pareto, rng
+from course_lib.evo import bitpack, distinct, fastmath, fusion, knobs, pareto, rng
 from course_lib.evo.rng import Rows
 from course_lib.evo.selection import score
 
@@ -49,6 +49,8 @@ def compiler(model, mode: str, target: str):
 STATS = ("best", "mean", "std")
 NO_PATIENCE = np.iinfo(np.int32).max
 FITNESS_DRAW = 2**32 - 1  # folded into a generation's key for a per_generation fitness (ops fold 1.., selection 0)
+REDRAW = 2**32 - 2  # folded into it for the children drawn again (``Generation.vary``)
+REDRAWS = 16  # at most this many more draws of the children that copy a pool row
 
 
 class State(NamedTuple):
@@ -153,6 +155,28 @@ class Generation:
             return op.apply_packed(inputs, key, rows, self.spec) if self.packed else op.apply(inputs, key, rows)
 
     def vary(self, pop: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+        """The children of ``pop``. When the selection wants them distinct (``Selection.distinct_children``),
+        a child that copies a parent or an earlier child is drawn again (new mates, new numbers), up to
+        ``REDRAWS`` times while any copy is left, before it is scored: no evaluation is spent on a copy."""
+        children = self.variation(pop, key)
+        if not self.model.selection.distinct_children:
+            return children
+        n, again_key = pop.shape[0], rng.fold_in(key, REDRAW)
+
+        def copies(children):
+            return distinct.repeated(tf.concat([pop, children], 0))[n:]
+
+        def body(i, children, copied):
+            again = self.variation(pop, rng.fold_in(again_key, i))
+            children = tf.where(tf.reshape(copied, (-1,) + (1,) * (children.shape.rank - 1)), again, children)
+            return i + 1, children, copies(children)
+
+        _, children, _ = tf.while_loop(lambda i, _, copied: (i < REDRAWS) & tf.reduce_any(copied), body,
+                                       (tf.constant(0), children, copies(children)))
+        return children
+
+    def variation(self, pop: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+        """The model's ops on ``pop`` once: its children (all outputs, one after the other)."""
         values = {id(self.model.input): pop}
         for i, node in enumerate(self.model.nodes):
             def fn(rows, op=node.op, inputs=[values[id(t)] for t in node.inputs], k=rng.fold_in(key, i + 1)):

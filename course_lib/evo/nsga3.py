@@ -29,11 +29,12 @@ loop. The random keys are counter-based words of the engine's key for each pool 
 is the same batched, resumed or replicated.
 
 Optionally (``survivors_and_state(eliminate_duplicates=True)``) a row equal to an earlier one
-counts as infeasible at +inf before the fronts, so copies survive only when needed to fill ``n``.
+counts as infeasible at +inf before the fronts, so copies survive only when needed to fill ``n``
+(``NSGA3(eliminate_duplicates=True)`` also draws a child that copies a genome again before it is scored).
 
 Cost: the dominance fronts as in NSGA-II (O(M P²)), the (P, H) distances to H directions
 (O(M P H)), a few sorts of P rows; (P + M) x M work for the extreme points, M x M for the
-hyperplane; duplicates, when eliminated, M + 2 more sorts of P rows.
+hyperplane; duplicates, when eliminated, one more sort of P rows (``distinct.repeated``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import pareto, rng
+from course_lib.evo import distinct, pareto, rng
 from course_lib.evo.rng import Rows
 
 # the achievement scalarizing function's weight off its axis (Deb and Jain's 1e-6)
@@ -221,18 +222,8 @@ def _scatter(o: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
 
 
 def duplicates(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
-    """bool (P,): the rows whose objectives and violation equal those of an earlier row (-0.0 as 0.0).
-    One lexicographic sort of the rows (M + 2 stable sorts), then a comparison with the row before."""
-    p = g.shape[0]
-    g = tf.where(tf.equal(g, 0.0), tf.zeros_like(g), g)
-    columns = [g[:, k] for k in range(g.shape[1])] + [v]
-    o = _lex_order(*columns, tf.range(p))
-    same = None
-    for c in columns:
-        x = tf.gather(c, o)
-        eq = tf.equal(x[1:], x[:-1])
-        same = eq if same is None else same & eq
-    return _scatter(o, tf.cast(tf.concat([[False], same], 0), tf.int32)) > 0
+    """bool (P,): the rows whose objectives and violation equal those of an earlier row (-0.0 as 0.0)."""
+    return distinct.repeated(tf.concat([g, v[:, None]], 1))
 
 
 def survivors(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray) -> tf.Tensor:

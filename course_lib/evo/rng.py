@@ -186,7 +186,7 @@ def _u64(value: int) -> tf.Tensor:
     return tf.constant(value, tf.uint64)
 
 
-def _splitmix64(z: tf.Tensor) -> tf.Tensor:
+def splitmix64(z: tf.Tensor) -> tf.Tensor:
     """SplitMix64's output function: a bijection of uint64 that mixes every input bit into every output bit."""
     z = (z ^ tf.bitwise.right_shift(z, _u64(30))) * _u64(_MIX[0])
     z = (z ^ tf.bitwise.right_shift(z, _u64(27))) * _u64(_MIX[1])
@@ -200,9 +200,9 @@ def _streams(k: tf.Tensor, rows: Rows, count: int) -> tf.Tensor:
     words between two rows of one draw. The starts are pinned: one hash per row."""
     key64 = tf.bitwise.left_shift(tf.cast(k[0], tf.uint64), _u64(32)) | tf.cast(k[1], tf.uint64)
     row = tf.cast(rows.index(), tf.uint64) + _u64(1)
-    start = materialize(_splitmix64(key64 + row * _u64(_WEYL)), k)
+    start = materialize(splitmix64(key64 + row * _u64(_WEYL)), k)
     column = tf.cast(tf.range(count), tf.uint64) + _u64(1)
-    return _splitmix64(start[:, None] + column[None, :] * _u64(_WEYL))
+    return splitmix64(start[:, None] + column[None, :] * _u64(_WEYL))
 
 
 def _counters(k: tf.Tensor, rows: Rows, count: int) -> tuple[tf.Tensor, tf.Tensor]:

@@ -48,6 +48,8 @@ class Selection(Configurable):
     """
 
     elitism = Checked(_whole(0))
+    # True: children that copy a pool row are drawn again before they are scored (``Generation.vary``)
+    distinct_children = False
 
     def __init__(self, elitism: int = 0):
         self.elitism = elitism
@@ -228,9 +230,11 @@ class NSGA3(Selection):
         partitions: Das-Dennis partitions: an int p (one layer) or a pair (boundary, inside) for two
             layers; by default Deb and Jain's choice for the population size (``nsga3.default_partitions``).
         directions: reference directions (H, M) instead, each row non-negative and not all zero.
-        eliminate_duplicates: a pool row whose objectives and violation equal an earlier row's (a child
-            equal to a parent or to another child) ranks after every other row, so it survives only when
-            the distinct rows are fewer than the population (see ``nsga3.survivors_and_state``).
+        eliminate_duplicates: a child that copies a parent or an earlier child (gene for gene) is drawn
+            again before it is scored, as pymoo does, so no evaluation is spent on a copy
+            (``executors.Generation.vary``); a pool row whose objectives and violation still equal an
+            earlier row's ranks after every other row, so it survives only when the distinct rows are
+            fewer than the population (``nsga3.survivors_and_state``).
 
     The normalization's ideal point, worst point and extreme points are carried from one generation to
     the next (Blank, Deb and Roy 2019; ``nsga3.normalize``), checkpointed and resumed with the run.
@@ -257,6 +261,10 @@ class NSGA3(Selection):
         elif partitions is not None:
             nsga3.reference_directions(2, partitions)  # checks the value
         self.partitions, self.directions = partitions, directions
+
+    @property
+    def distinct_children(self) -> bool:
+        return self.eliminate_duplicates
 
     def check_fitness(self, fitness):
         m = fitness.objectives if getattr(fitness, "width", None) else 1

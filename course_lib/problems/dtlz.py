@@ -146,12 +146,13 @@ def dtlz(number: int, objectives: int, distance_variables: int | None = None, pa
 
 
 def model(problem: Dtlz, selection, mode: str = "xla", seed: int = 0, eta_c: float = 30.0,
-          eta_m: float = 20.0) -> evo.Model:
+          eta_m: float = 20.0, mutation_probability: float = 1.0) -> evo.Model:
     """A real-coded GA on ``problem`` with ``selection``: simulated binary crossover (probability 1) and
-    polynomial mutation (rate 1 / variables), Deb and Jain's variation for NSGA-III."""
+    polynomial mutation (rate 1 / variables) of each child with ``mutation_probability``, Deb and Jain's
+    variation for NSGA-III (pymoo's NSGA-III mutates a child with probability 0.9)."""
     inputs = evo.Input(shape=(problem.variables,), dtype="float32")
     x = evo.ops.SimulatedBinaryCrossover(problem.low, problem.high, eta=eta_c, probability=1.0)(inputs)
-    x = evo.ops.PolynomialMutation(problem.low, problem.high, eta=eta_m)(x)
+    x = evo.ops.PolynomialMutation(problem.low, problem.high, eta=eta_m, probability=mutation_probability)(x)
     out = evo.Model(inputs, x, name=f"dtlz{problem.number}_{problem.objectives}")
     out.compile(fitness=problem.fitness, selection=selection, mode=mode, seed=seed)
     return out

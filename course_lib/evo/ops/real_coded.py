@@ -123,22 +123,28 @@ class SimulatedBinaryCrossover(_Bounded, Mating):
 class PolynomialMutation(_Bounded, Op):
     """Polynomial mutation (Deb's bounded form): each gene picked with probability ``rate`` (default
     1/genes) moves by delta (high - low), delta drawn with density proportional to
-    (1 - |delta|)^eta, cut off so that the gene stays in [low, high]."""
+    (1 - |delta|)^eta, cut off so that the gene stays in [low, high]. An individual is mutated at all
+    with ``probability`` (default 1; pymoo's ``PM`` uses 0.9): the others pass through unchanged, which
+    near the front keeps some children as close to it as their crossover put them."""
 
     genes = "float"
     eta, rate = Knob(_eta), Knob(lambda op, rate, name: None if rate is None else check_rate(op, rate, name))
+    probability = Knob(check_rate)
 
-    def __init__(self, low, high, eta: float = 20.0, rate: float | None = None, name: str | None = None):
+    def __init__(self, low, high, eta: float = 20.0, rate: float | None = None, probability: float = 1.0,
+                 name: str | None = None):
         super().__init__(name)
         self.low, self.high = _bounds(type(self).__name__, low, high)
-        self.eta, self.rate = eta, rate
+        self.eta, self.rate, self.probability = eta, rate, probability
 
     def knobs(self, spec):
         dtype = spec.dtype.as_numpy_dtype
         rate = self.rate if self.rate is not None else 1.0 / spec.size
-        # each in the genes' dtype, computed in Python as the constants it replaces were
-        return knobs.merged((), rate=np.asarray(rate, dtype), power=np.asarray(self.eta + 1.0, dtype),
-                            root=np.asarray(1.0 / (self.eta + 1.0), dtype))
+        # each in the genes' dtype, computed in Python as the constants it replaces were; probability 1
+        # mutates every individual with no draw: another structure
+        return knobs.merged((self.probability >= 1.0,), rate=np.asarray(rate, dtype),
+                            power=np.asarray(self.eta + 1.0, dtype), root=np.asarray(1.0 / (self.eta + 1.0), dtype),
+                            probability=np.float32(self.probability))
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
@@ -152,7 +158,12 @@ class PolynomialMutation(_Bounded, Op):
         below = _power(2.0 * r + (1.0 - 2.0 * r) * _power(1.0 - d1, p), root) - 1.0
         above = 1.0 - _power(2.0 * (1.0 - r) + 2.0 * (r - 0.5) * _power(1.0 - d2, p), root)
         y = tf.clip_by_value(x + tf.where(r < 0.5, below, above) * width, lo, hi)
-        return tf.where(u[:, 1] < values["rate"], y, x)
+        picked = u[:, 1] < values["rate"]
+        if self.probability < 1.0:
+            mutated = rng.uniform(rng.fold_in(key, 6), rows, ()) < values["probability"]
+            picked &= tf.reshape(mutated, (rows.size,) + (1,) * len(shape))
+        return tf.where(picked, y, x)
 
     def config(self):
-        return {"eta": self.eta, "rate": self.rate}
+        out = {"eta": self.eta, "rate": self.rate}
+        return {**out, "probability": self.probability} if self.probability < 1.0 else out
