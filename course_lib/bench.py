@@ -186,20 +186,21 @@ def looks(repeats: int) -> int:
 
 
 def ratio_interval(over_s: Sequence[float], name_s: Sequence[float],
-                   confidence: float = CONFIDENCE) -> tuple[float, float]:
+                   confidence: float = CONFIDENCE, paired: bool = True) -> tuple[float, float]:
     """The bootstrap interval (95% unless ``confidence`` says otherwise) of median(over_s) / median(name_s),
-    deterministic given the times.
+    deterministic given the values.
 
     The rounds are resampled with replacement; when both lists have one entry per round (the same
-    length), the same rounds are drawn for both, so a round that was slow for every variant moves
-    numerator and denominator together, as it did when it was measured.
+    length) and ``paired``, the same rounds are drawn for both, so a round that was slow for every variant
+    moves numerator and denominator together, as it did when it was measured. ``paired=False`` resamples
+    each side on its own: for values that share nothing but their index (two solvers' results per seed).
     """
     a, b = np.asarray(over_s, dtype=float), np.asarray(name_s, dtype=float)
     if a.size == 0 or b.size == 0:
         raise ValueError("a ratio's interval needs at least one time on each side")
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     ia = rng.integers(0, a.size, (BOOTSTRAP_SAMPLES, a.size))
-    ib = ia if a.size == b.size else rng.integers(0, b.size, (BOOTSTRAP_SAMPLES, b.size))
+    ib = ia if paired and a.size == b.size else rng.integers(0, b.size, (BOOTSTRAP_SAMPLES, b.size))
     ratios = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie between 0 and 1, got {confidence!r}")

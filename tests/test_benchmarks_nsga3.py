@@ -1,7 +1,10 @@
-"""course_lib.benchmarks.nsga3: the NumPy NSGA-III approaches DTLZ2's front, and the command is registered."""
+"""course_lib.benchmarks.nsga3: the NumPy NSGA-III approaches DTLZ2's front, the command is registered, its
+cases and seeds are parsed with clear errors, the engine/pymoo ratio has an interval over seeds and a verdict
+only outside it, and float64 genes are evaluated in float64 and ranked in float32."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from course_lib import benchmarks, evo
 from course_lib.benchmarks import nsga3
@@ -43,3 +46,34 @@ def test_a_short_comparison_reports_the_engine_and_pymoo_when_installed():
     assert ("pymoo IGD" in rows[0]) == nsga3.has_pymoo()
     alone = nsga3.accuracy([(2, 3)], [0], generations_scale=0.01, with_pymoo=False)
     assert "pymoo IGD" not in alone[0] and alone[0]["engine IGD"] == rows[0]["engine IGD"]
+
+
+def test_seeds_are_lists_and_ranges_and_bad_ones_are_named():
+    assert nsga3._seeds("0-3,7") == [0, 1, 2, 3, 7]
+    for bad in ("3-1", "a", "1,,2", "-2"):
+        with pytest.raises(ValueError, match="give seeds"):
+            nsga3._seeds(bad)
+
+
+@pytest.mark.skipif(not nsga3.has_pymoo(), reason="pymoo is an optional benchmark extra")
+def test_the_ratio_of_medians_comes_with_an_interval_over_seeds_and_a_verdict_only_outside_it():
+    few = nsga3.accuracy([(2, 3)], [0, 1], generations_scale=0.01)[0]
+    assert few["95% interval"] == "" and few["verdict"].startswith("too few seeds")
+    row = nsga3.accuracy([(2, 3)], list(range(5)), generations_scale=0.01)[0]
+    lo, hi = map(float, row["95% interval"].split("-"))
+    assert lo <= row["IGD engine / pymoo"] <= hi
+    assert row["verdict"] == ("engine lower" if hi < 1 else "pymoo lower" if lo > 1 else
+                              "not told apart by 5 seeds")
+
+
+def test_float64_genes_are_evaluated_in_float64_and_ranked_in_float32():
+    problem = dtlz.dtlz(3, 3)
+    x = np.random.default_rng(1).random((50, problem.variables))
+    exact = problem.numpy(x)
+    f64 = problem.fitness.fn(tf.constant(x, tf.float64))
+    f32 = problem.fitness.fn(tf.constant(x, tf.float32))
+    assert f64.dtype == f32.dtype == tf.float32
+    np.testing.assert_array_equal(f64.numpy(), exact.astype(np.float32))  # computed exactly, rounded once
+    model = dtlz.model(problem, evo.selection.NSGA3(), mode="graph", dtype="float64")
+    result = model.evolve(dtlz.start(problem, 92, dtype="float64"), generations=2)
+    assert result.population.dtype == np.float64

@@ -41,6 +41,7 @@ GENERATIONS = {(1, 2): 400, (1, 3): 400, (1, 5): 600, (1, 8): 750, (1, 10): 1000
                (2, 2): 250, (2, 3): 250, (2, 5): 350, (2, 8): 500, (2, 10): 750,
                (3, 3): 1000, (3, 5): 1000, (4, 3): 600, (4, 5): 1000}
 ETA_C, ETA_M, MUTATION_PROBABILITY = 30.0, 20.0, 0.9  # pymoo's NSGA-III: SBX(eta=30), PM(eta=20, prob=0.9)
+GENES = "float64"  # pymoo's precision (``dtlz.start`` says why it matters)
 
 
 def has_pymoo() -> bool:
@@ -63,11 +64,12 @@ def igd(points: np.ndarray, front: np.ndarray) -> float:
     return float(np.mean(np.min(np.linalg.norm(front[:, None] - points[None], axis=2), axis=1)))
 
 
-def engine_model(problem: dtlz.Dtlz, directions: np.ndarray, eliminate_duplicates: bool) -> evo.Model:
-    """The engine's NSGA-III on ``problem`` under XLA with pymoo's variation settings."""
+def engine_model(problem: dtlz.Dtlz, directions: np.ndarray, eliminate_duplicates: bool,
+                 genes: str = GENES) -> evo.Model:
+    """The engine's NSGA-III on ``problem`` under XLA with pymoo's variation settings, on ``genes``."""
     selection = evo.selection.NSGA3(directions=directions, eliminate_duplicates=eliminate_duplicates)
     return dtlz.model(problem, selection, mode="xla", eta_c=ETA_C, eta_m=ETA_M,
-                      mutation_probability=MUTATION_PROBABILITY)
+                      mutation_probability=MUTATION_PROBABILITY, dtype=genes)
 
 
 def engine_run(model: evo.Model, problem: dtlz.Dtlz, size: int, generations: int,
@@ -75,7 +77,7 @@ def engine_run(model: evo.Model, problem: dtlz.Dtlz, size: int, generations: int
     """(final population, generations per second) of ``model`` compiled again with ``seed`` (which keeps its
     programs); the rate is of a second, identical call, so that it leaves out the first call's compile."""
     model.compile(fitness=model.fitness, selection=model.selection, mode="xla", seed=seed)
-    start = dtlz.start(problem, size, seed)
+    start = dtlz.start(problem, size, seed, dtype=model.input.dtype.name)
     result = model.evolve(start, generations=generations)
     began = time.perf_counter()
     model.evolve(start, generations=generations)
@@ -111,25 +113,30 @@ def pymoo_rate(problem: dtlz.Dtlz, directions: np.ndarray, size: int, generation
 
 
 def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates: bool = True,
-             with_pymoo: bool = True) -> list[dict]:
+             with_pymoo: bool = True, genes: str = GENES) -> list[dict]:
     """One row per (problem, objectives): the median final IGD over ``seeds`` of the engine and (when
     ``with_pymoo`` and it is installed) of pymoo on the same settings, and median generations per second.
     ``eliminate_duplicates``: the engine's ``NSGA3(eliminate_duplicates=)``; pymoo's NSGA-III eliminates
-    duplicates by default, so True is the same setting."""
+    duplicates by default, so True is the same setting. ``genes``: the engine's gene dtype.
+
+    The ratio of medians comes with a bootstrap interval over the seeds (each side resampled on its own,
+    ``bench.ratio_interval``) and a verdict only where the interval excludes 1: on the multimodal problems
+    one seed's IGD can be ten times another's, so a handful of seeds decides little."""
     rows = []
     for number, m in cases:
         partitions, size = SIZES[m]
         problem = dtlz.dtlz(number, m, partitions=partitions)
         directions = evo.nsga3.reference_directions(m, partitions)
         gens = max(1, round(GENERATIONS[number, m] * generations_scale))
-        model = engine_model(problem, directions, eliminate_duplicates)
+        model = engine_model(problem, directions, eliminate_duplicates, genes)
         runners = {"engine": lambda seed: engine_run(model, problem, size, gens, seed)}
         if with_pymoo and has_pymoo():
             runners["pymoo"] = lambda seed: pymoo_run(problem, directions, size, gens, seed)
         row = {"problem": f"DTLZ{number}", "objectives": m, "population": size, "generations": gens,
                "seeds": len(seeds)}
+        igds_of = {}
         for name, run in runners.items():
-            igds, rates = [], []
+            igds, rates = igds_of.setdefault(name, []), []
             for seed in seeds:
                 x, rate = run(seed)
                 igds.append(igd(non_dominated(problem.numpy(x)), problem.front))
@@ -138,13 +145,20 @@ def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates:
             row[f"{name} IGD"], row[f"{name} gen/s"] = float(np.median(igds)), float(np.median(rates))
         if "pymoo IGD" in row:
             row["IGD engine / pymoo"] = row["engine IGD"] / row["pymoo IGD"]
+            if len(seeds) < bench.MIN_ROUNDS:
+                row["95% interval"], row["verdict"] = "", f"too few seeds (under {bench.MIN_ROUNDS})"
+            else:
+                lo, hi = bench.ratio_interval(igds_of["engine"], igds_of["pymoo"], paired=False)
+                row["95% interval"] = f"{lo:.3g}-{hi:.3g}"
+                row["verdict"] = ("engine lower" if hi < 1 else "pymoo lower" if lo > 1 else
+                                  f"not told apart by {len(seeds)} seeds")
             row["speed engine / pymoo"] = row["engine gen/s"] / row["pymoo gen/s"]
         rows.append(row)
     return rows
 
 
 def speed(sizes, generations: int, repeats: int, numpy_generations: int, eliminate_duplicates: bool = True,
-          with_pymoo: bool = True) -> list[dict]:
+          with_pymoo: bool = True, genes: str = GENES) -> list[dict]:
     """Generations per second on DTLZ2 with 5 objectives at each population: the engine under XLA (the
     first call, which compiles, apart; pymoo's settings, as ``engine_model``), the NumPy NSGA-III and
     (when ``with_pymoo`` and it is installed) pymoo's NSGA-III, in the same run."""
@@ -152,8 +166,8 @@ def speed(sizes, generations: int, repeats: int, numpy_generations: int, elimina
     rows = []
     for size in sizes:
         directions = evo.nsga3.reference_directions(5, evo.nsga3.default_partitions(5, size))
-        model = engine_model(problem, directions, eliminate_duplicates)
-        pop = dtlz.start(problem, size)
+        model = engine_model(problem, directions, eliminate_duplicates, genes)
+        pop = dtlz.start(problem, size, dtype=genes)
         result = bench.compare(
             {"NumPy NSGA-III": lambda size=size: numpy_nsga3(problem, size, numpy_generations),
              "evo xla": lambda model=model, pop=pop: model.evolve(pop, generations=generations)},
@@ -188,8 +202,19 @@ def _cases(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _seeds(text: str) -> list[int]:
+    out = []
+    for item in text.split(","):
+        first, _, last = item.strip().partition("-")
+        if not first.isdigit() or (last and not last.isdigit()) or (last and int(last) < int(first)):
+            raise ValueError(f"bad seed {item!r}: give seeds (0,1,2) or ranges FIRST-LAST (0-20), comma-separated")
+        out.extend(range(int(first), int(last or first) + 1))
+    return out
+
+
 def _check(args) -> str | None:
     try:
+        _seeds(args.seeds)
         _cases(args.cases)
     except ValueError as e:
         return str(e)
@@ -201,7 +226,10 @@ def _check(args) -> str | None:
     quick={"seeds": "0", "cases": "2:3", "generations_scale": 0.04, "sizes": "256", "generations": 5,
            "numpy_generations": 1, "pools": "256,512", "repeats": 1},
     options={
-        "--seeds": dict(default="0,1,2,3,4", help="seeds of the IGD runs (the median is reported)"),
+        "--seeds": dict(default="0-20", help="seeds of the IGD runs (the median is reported): a list, "
+                                             "comma-separated, of seeds or ranges FIRST-LAST"),
+        "--genes": dict(default=GENES, choices=("float32", "float64"),
+                        help="the engine's gene dtype (float64: pymoo's precision; float32: the engine's default)"),
         "--cases": dict(default="all", help="DTLZ NUMBER:OBJECTIVES pairs, comma-separated, or 'all'"),
         "--generations-scale": dict(type=float, default=1.0,
                                     help="fraction of Deb and Jain's generations the IGD runs use"),
@@ -219,11 +247,11 @@ def bench_nsga3(args) -> bench.Report:
     Jain's settings, generations per second against a NumPy NSGA-III, and the selection alone against the pool."""
     if not args.no_pymoo and not has_pymoo():
         print("pymoo is not installed (pip install pymoo): the engine's IGD alone\n")
-    finals = accuracy(_cases(args.cases), [int(s) for s in args.seeds.split(",")], args.generations_scale,
-                      not args.keep_duplicates, not args.no_pymoo)
+    finals = accuracy(_cases(args.cases), _seeds(args.seeds), args.generations_scale,
+                      not args.keep_duplicates, not args.no_pymoo, args.genes)
     _print_rows("median final IGD against the true front (Deb and Jain's settings)", finals)
     rates = speed([int(s) for s in args.sizes.split(",")], args.generations, args.repeats,
-                  args.numpy_generations, not args.keep_duplicates, not args.no_pymoo) if args.sizes else []
+                  args.numpy_generations, not args.keep_duplicates, not args.no_pymoo, args.genes) if args.sizes else []
     if rates:
         _print_rows("generations per second, DTLZ2 with 5 objectives", rates)
     selection = selection_speed([int(s) for s in args.pools.split(",")], args.repeats) if args.pools else []

@@ -136,7 +136,9 @@ def dtlz(number: int, objectives: int, distance_variables: int | None = None, pa
     front = true_front(number, m, partitions)
 
     def fn(x):
-        return evaluate(_TF, tf.cast(x, tf.float32), number, m)
+        # float64 genes are evaluated in float64; the engine ranks float32 objectives, so they are rounded once
+        exact = x.dtype == tf.float64
+        return tf.cast(evaluate(_TF, x if exact else tf.cast(x, tf.float32), number, m), tf.float32)
 
     fn.__name__ = f"dtlz{number}"
     fitness = evo.fitness.Objectives(fn, ("min",) * m, name=f"dtlz{number}_{m}", reference_front=front,
@@ -146,11 +148,12 @@ def dtlz(number: int, objectives: int, distance_variables: int | None = None, pa
 
 
 def model(problem: Dtlz, selection, mode: str = "xla", seed: int = 0, eta_c: float = 30.0,
-          eta_m: float = 20.0, mutation_probability: float = 1.0) -> evo.Model:
+          eta_m: float = 20.0, mutation_probability: float = 1.0, dtype: str = "float32") -> evo.Model:
     """A real-coded GA on ``problem`` with ``selection``: simulated binary crossover (probability 1) and
     polynomial mutation (rate 1 / variables) of each child with ``mutation_probability``, Deb and Jain's
-    variation for NSGA-III (pymoo's NSGA-III mutates a child with probability 0.9)."""
-    inputs = evo.Input(shape=(problem.variables,), dtype="float32")
+    variation for NSGA-III (pymoo's NSGA-III mutates a child with probability 0.9), on genes of ``dtype``
+    ("float64": pymoo's precision, see ``start``)."""
+    inputs = evo.Input(shape=(problem.variables,), dtype=dtype)
     x = evo.ops.SimulatedBinaryCrossover(problem.low, problem.high, eta=eta_c, probability=1.0)(inputs)
     x = evo.ops.PolynomialMutation(problem.low, problem.high, eta=eta_m, probability=mutation_probability)(x)
     out = evo.Model(inputs, x, name=f"dtlz{problem.number}_{problem.objectives}")
@@ -158,6 +161,11 @@ def model(problem: Dtlz, selection, mode: str = "xla", seed: int = 0, eta_c: flo
     return out
 
 
-def start(problem: Dtlz, size: int, seed: int = 0) -> tf.Tensor:
-    """A uniform random population of ``size`` in the unit box."""
-    return evo.population.uniform((size, problem.variables), problem.low, problem.high, seed=seed)
+def start(problem: Dtlz, size: int, seed: int = 0, dtype: str = "float32") -> tf.Tensor:
+    """A uniform random population of ``size`` in the unit box, genes of ``dtype``.
+
+    Why float64 can pay: near the front, float32 distance variables of many individuals round to the same
+    value, and simulated binary crossover cannot move a gene both parents share (it spreads children by the
+    parents' gap), so only mutation moves them on; in float64 they stay apart, as in pymoo.
+    """
+    return evo.population.uniform((size, problem.variables), problem.low, problem.high, seed=seed, dtype=dtype)
