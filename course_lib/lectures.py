@@ -93,7 +93,8 @@ _FASTEST_EXTRA = {
     "15": {"THROUGHPUT_POP": "8", "GYM_EPISODES": "10", "ACRO_GENERATIONS": "10"},
     "16": {"DATA_STEPS": "4"},  # still past the batches the pipeline made during its warm-up
     # the ZDT runs, the DTLZ race, the selection timing and the widget print no checked output
-    "17": {"GENERATIONS": "50", "WIDGET_GENERATIONS": "2", "MANY_GENERATIONS": "10", "SELECTION_POOLS": "(256, 1024)"},
+    "17": {"GENERATIONS": "50", "WIDGET_GENERATIONS": "2", "MANY_GENERATIONS": "10", "SELECTION_POOLS": "(256, 1024)",
+           "BESIDE_PYMOO_SEEDS": "2", "BESIDE_PYMOO_SCALE": "0.04"},
 }
 
 

@@ -1,4 +1,5 @@
-"""course_lib.lessons.multiobjective: the hypervolume a front of a given size can reach, and its sentence."""
+"""course_lib.lessons.multiobjective: the hypervolume a front of a given size can reach, and its sentence; the
+comparison beside pymoo read from its row."""
 
 import itertools
 import types
@@ -53,3 +54,27 @@ def test_front_verdicts_read_the_found_front_against_the_best_of_its_size():
     best = lesson.best_hypervolume(zdt1, 50)
     assert f"hypervolume {zdt1.hypervolume(found):.4f} against {best:.4f}, the most any 50 points" in text
     assert f"the whole front's is {zdt1.true_hypervolume:.4f})." in text
+
+
+def beside_row(**changes):
+    row = {"problem": "DTLZ2", "objectives": 3, "population": 92, "generations": 250, "seeds": 7,
+           "engine IGD": 1.2e-3, "engine gen/s": 2000.0, "pymoo IGD": 1.1e-3, "pymoo gen/s": 150.0,
+           "IGD engine / pymoo": 1.2e-3 / 1.1e-3, "95% interval": "0.93-1.24", "verdict": "not told apart by 7 seeds",
+           "speed engine / pymoo": 2000 / 150}
+    row.update(changes)
+    return {k: v for k, v in row.items() if v is not None}
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({}, "(95% interval 0.93-1.24x over the seeds): the interval holds 1: these seeds do not tell the two apart"),
+    ({"95% interval": "1.05-1.3", "verdict": "pymoo lower"}, "pymoo's IGD is lower beyond what the seeds' spread"),
+    ({"95% interval": "0.6-0.9", "verdict": "engine lower"}, "the engine's IGD is lower beyond what the seeds' spread"),
+    ({"95% interval": "", "verdict": "too few seeds (under 5)", "seeds": 2}, "2 seeds are too few for an interval"),
+    ({"pymoo IGD": None, "pymoo gen/s": None, "IGD engine / pymoo": None, "95% interval": None, "verdict": None,
+      "speed engine / pymoo": None}, "pymoo is not installed here"),
+])
+def test_the_comparison_beside_pymoo_is_read_from_its_row(changes, says):
+    text = str(lesson.beside_pymoo_verdicts(beside_row(**changes)))
+    assert says in text
+    assert "median IGD 0.0012" in text or "median IGD is 0.0012" in text
+    assert "seeds 0-" in text

@@ -212,6 +212,37 @@ def selection_speed(pools, repeats: int = 3, objectives: int = 5) -> list[dict]:
     return rows
 
 
+def beside_pymoo(seeds: int, generations_scale: float = 1.0) -> dict:
+    """NSGA-III on DTLZ2 with three objectives, Deb and Jain's settings (population 92, 91 directions, 250
+    generations), the engine and, where it is installed, pymoo's NSGA-III with the same settings and seeds
+    0..seeds-1: ``benchmarks.nsga3.accuracy``'s row (median IGD of each, their ratio with an interval over
+    the seeds and a verdict, generations per second)."""
+    from course_lib.benchmarks import nsga3  # imported here: it imports this module's selection_speed
+    return nsga3.accuracy([(2, 3)], list(range(seeds)), generations_scale)[0]
+
+
+def beside_pymoo_verdicts(row: dict) -> bench.Verdicts:
+    """The comparison beside pymoo in words, read from ``beside_pymoo``'s row."""
+    setting = (f"DTLZ2 with {row['objectives']} objectives, population {row['population']}, "
+               f"{row['generations']} generations, seeds 0-{row['seeds'] - 1}")
+    if "pymoo IGD" not in row:
+        return bench.Verdicts([f"{setting}: the engine's median IGD is {row['engine IGD']:.3g}. pymoo is not installed "
+                               "here (`pip install pymoo`, or the course's `bench` extra), so there is nothing "
+                               "beside it."])
+    ratio = f"the engine's median is {row['IGD engine / pymoo']:.2f} times pymoo's"
+    if not row["95% interval"]:
+        reading = f"{ratio}; {row['seeds']} seeds are too few for an interval, so no verdict."
+    else:
+        meaning = {"engine lower": "the engine's IGD is lower beyond what the seeds' spread explains",
+                   "pymoo lower": "pymoo's IGD is lower beyond what the seeds' spread explains"}.get(
+            row["verdict"], "the interval holds 1: these seeds do not tell the two apart")
+        reading = f"{ratio} (95% interval {row['95% interval']}x over the seeds): {meaning}."
+    return bench.Verdicts([
+        f"{setting}: median IGD {row['engine IGD']:.3g} for the engine, {row['pymoo IGD']:.3g} for pymoo; {reading}",
+        f"Generations per second, the median of each run on its own: {row['engine gen/s']:,.0f} for the engine "
+        f"(XLA, its compile apart), {row['pymoo gen/s']:,.0f} for pymoo (NumPy, one Python step per operator)."])
+
+
 def selection_verdicts(rows: list[dict]) -> bench.Verdicts:
     return bench.Verdicts([f"Pool {row['pool']:,} ({row['directions']} directions): NumPy {row['NumPy ms']:.3g} ms, "
                            f"XLA {row['XLA ms']:.3g} ms, {row['ratio']:.3g}x." for row in rows])
