@@ -6,7 +6,8 @@ floats (-0.0 as 0.0, NaN as NaN), bit-packed words and genomes of several axes, 
 XLA. With duplicates eliminated, a generation's children copy neither a parent nor each other where,
 without, half of them do; a run's final population holds no genome twice; the redraws keep runs the
 same in batches. ``PolynomialMutation(probability=p)`` leaves a fraction 1 - p of the children
-untouched, keeps its config, and refuses a probability outside [0, 1].
+untouched, keeps its config, and refuses a probability outside [0, 1]. ``Elitist(eliminate_duplicates=True)``
+keeps one row per fitness value while distinct values last.
 """
 
 import numpy as np
@@ -102,3 +103,18 @@ def test_the_mutation_probability_is_checked_and_kept_in_the_config():
     assert "probability" not in evo.ops.PolynomialMutation(0.0, 1.0).config()  # the default: the config as before
     with pytest.raises(ValueError, match="probability"):
         evo.ops.PolynomialMutation(0.0, 1.0, probability=1.5)
+
+
+def test_elitist_selection_keeps_one_copy_of_each_fitness_while_distinct_ones_last():
+    fitness = tf.constant([5.0, 5.0, 5.0, 4.0, 3.0, 3.0, 2.0, 1.0])  # minimised tour lengths, copies of 5 and 3
+    keep = evo.selection.Elitist(eliminate_duplicates=True)
+    rows = keep.choose(fitness, -1.0, rng.key(0), 4).numpy()
+    assert sorted(fitness.numpy()[rows].tolist()) == [1.0, 2.0, 3.0, 4.0]  # the 4 best distinct values
+    rows = keep.choose(fitness, -1.0, rng.key(0), 7).numpy()  # 5 distinct values: two copies fill the rest
+    assert len(set(rows.tolist())) == 7 and set(fitness.numpy()[rows].tolist()) == {1.0, 2.0, 3.0, 4.0, 5.0}
+    plain = evo.selection.Elitist().choose(fitness, -1.0, rng.key(0), 4).numpy()
+    assert sorted(fitness.numpy()[plain].tolist()) == [1.0, 2.0, 3.0, 3.0]
+    assert keep.config() == {"eliminate_duplicates": True} and evo.selection.Elitist().config() == {}
+    assert type(keep)(**keep.config()).eliminate_duplicates
+    with pytest.raises(ValueError, match="Elitist eliminate_duplicates must be True or False"):
+        evo.selection.Elitist(eliminate_duplicates="yes")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import nsga3, pareto, rng
+from course_lib.evo import distinct, nsga3, pareto, rng
 from course_lib.evo.config import Checked, Configurable, state_fingerprint
 from course_lib.evo.rng import Rows
 from course_lib.evo.validation import whole
@@ -149,15 +149,29 @@ class Tournament(Selection):
 
 
 class Elitist(Selection):
-    """mu + lambda: the best ``n`` of parents and children together, so the best is never lost."""
+    """mu + lambda: the best ``n`` of parents and children together, so the best is never lost.
+
+    ``eliminate_duplicates``: a pool row whose fitness equals an earlier row's ranks below every
+    other row, so copies survive only when the distinct values are fewer than ``n``. Without it a small
+    population of a memetic GA fills with copies of its best tour (the local search sends many children
+    to the same local optimum) and stops searching; with it, ties in fitness cost a distinct row its place.
+    """
 
     pool = "both"
 
-    def __init__(self):
+    def __init__(self, eliminate_duplicates: bool = False):
         super().__init__(0)
+        if not isinstance(eliminate_duplicates, bool):
+            raise ValueError(f"Elitist eliminate_duplicates must be True or False, got {eliminate_duplicates!r}")
+        self.eliminate_duplicates = eliminate_duplicates
 
     def select(self, score, key, n):
+        if self.eliminate_duplicates:
+            score = tf.where(distinct.repeated(score), tf.constant(-np.inf, score.dtype), score)
         return tf.math.top_k(score, k=n, sorted=False).indices
+
+    def config(self):
+        return {"eliminate_duplicates": True} if self.eliminate_duplicates else {}
 
 
 def _pressure(pressure) -> float:
