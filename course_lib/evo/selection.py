@@ -48,11 +48,14 @@ class Selection(Configurable):
     """
 
     elitism = Checked(_whole(0))
-    # True: children that copy a pool row are drawn again before they are scored (``Generation.vary``)
-    distinct_children = False
 
     def __init__(self, elitism: int = 0):
         self.elitism = elitism
+
+    @property
+    def distinct_children(self) -> bool:
+        """Whether children that copy a pool row are drawn again before they are scored (``Generation.vary``)."""
+        return False
 
     @property
     def pool(self) -> str:
