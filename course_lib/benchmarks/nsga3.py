@@ -28,10 +28,10 @@ import importlib.util
 import time
 
 import numpy as np
+import tensorflow as tf
 
 from course_lib import bench, evo
-from course_lib.lessons.multiobjective import selection_speed
-from course_lib.problems import dtlz
+from course_lib.problems import dtlz, nsga3_numpy
 from course_lib.problems.nsga3_numpy import numpy_nsga3
 
 # objectives -> (Das-Dennis partitions, population), Deb and Jain's (99 partitions: 100 directions for 2)
@@ -181,6 +181,31 @@ def speed(sizes, generations: int, repeats: int, numpy_generations: int, elimina
             rate = pymoo_rate(problem, directions, size, numpy_generations)
             row.update({"pymoo gen/s": rate, "engine / pymoo": engine_rate / rate})
         rows.append(row)
+    return rows
+
+
+def selection_speed(pools, repeats: int = 3, objectives: int = 5) -> list[dict]:
+    """Milliseconds of NSGA-III's survivor selection of half of a random DTLZ2 pool: compiled with XLA
+    (``evo.nsga3.survivors``) and in NumPy (``problems.nsga3_numpy.survivors``)."""
+    problem = dtlz.dtlz(2, objectives)
+    rows = []
+    for p in pools:
+        x = np.random.default_rng(p).random((p, problem.variables))
+        f = problem.numpy(x)
+        n = p // 2
+        directions = evo.nsga3.reference_directions(objectives, evo.nsga3.default_partitions(objectives, n))
+        values = tf.constant(np.concatenate([f, np.zeros((p, 1))], 1), tf.float32)
+        key = evo.rng.key(0)
+        signs = (-1.0,) * objectives
+        fn = tf.function(lambda v, k: evo.nsga3.survivors(v, signs, k, n, directions), jit_compile=True)
+        words = np.random.default_rng(0).integers(0, 2 ** 32, (p, 2))
+        result = bench.compare(
+            {"NumPy": lambda f=f, n=n, d=directions, w=words: nsga3_numpy.survivors(f, np.zeros(len(f)), n, d, w),
+             "XLA": lambda fn=fn, values=values: fn(values, key).numpy()},
+            repeats=repeats, warmup=1, number=1, title=f"NSGA-III selection, pool {p:,}")
+        rows.append({"pool": p, "directions": len(directions), "NumPy ms": result["NumPy"].median_s * 1e3,
+                     "XLA ms": result["XLA"].median_s * 1e3,
+                     "ratio": result["NumPy"].median_s / result["XLA"].median_s})
     return rows
 
 

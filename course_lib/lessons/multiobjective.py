@@ -10,7 +10,9 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, evo, graphs
-from course_lib.problems import dtlz, nsga3_numpy
+from course_lib.benchmarks import nsga3
+from course_lib.benchmarks.nsga3 import selection_speed  # noqa: F401 (lecture 17 calls it from here)
+from course_lib.problems import dtlz
 from course_lib.problems import multiobjective as mo
 
 NUMPY = "NumPy NSGA-II"
@@ -187,37 +189,11 @@ def breakdown_sentence(parts: dict[str, float], population: int) -> str:
     return f"One NumPy NSGA-II generation at population {population:,} takes {total * 1e3:.3g} ms: {shares}."
 
 
-def selection_speed(pools, repeats: int = 3, objectives: int = 5) -> list[dict]:
-    """Milliseconds of NSGA-III's survivor selection of half of a random DTLZ2 pool: compiled with XLA
-    (``evo.nsga3.survivors``) and in NumPy (``problems.nsga3_numpy.survivors``)."""
-    problem = dtlz.dtlz(2, objectives)
-    rows = []
-    for p in pools:
-        x = np.random.default_rng(p).random((p, problem.variables))
-        f = problem.numpy(x)
-        n = p // 2
-        directions = evo.nsga3.reference_directions(objectives, evo.nsga3.default_partitions(objectives, n))
-        values = tf.constant(np.concatenate([f, np.zeros((p, 1))], 1), tf.float32)
-        key = evo.rng.key(0)
-        signs = (-1.0,) * objectives
-        fn = tf.function(lambda v, k: evo.nsga3.survivors(v, signs, k, n, directions), jit_compile=True)
-        words = np.random.default_rng(0).integers(0, 2 ** 32, (p, 2))
-        result = bench.compare(
-            {"NumPy": lambda f=f, n=n, d=directions, w=words: nsga3_numpy.survivors(f, np.zeros(len(f)), n, d, w),
-             "XLA": lambda fn=fn, values=values: fn(values, key).numpy()},
-            repeats=repeats, warmup=1, number=1, title=f"NSGA-III selection, pool {p:,}")
-        rows.append({"pool": p, "directions": len(directions), "NumPy ms": result["NumPy"].median_s * 1e3,
-                     "XLA ms": result["XLA"].median_s * 1e3,
-                     "ratio": result["NumPy"].median_s / result["XLA"].median_s})
-    return rows
-
-
 def beside_pymoo(seeds: int, generations_scale: float = 1.0) -> dict:
     """NSGA-III on DTLZ2 with three objectives, Deb and Jain's settings (population 92, 91 directions, 250
     generations), the engine and, where it is installed, pymoo's NSGA-III with the same settings and seeds
     0..seeds-1: ``benchmarks.nsga3.accuracy``'s row (median IGD of each, their ratio with an interval over
     the seeds and a verdict, generations per second)."""
-    from course_lib.benchmarks import nsga3  # imported here: it imports this module's selection_speed
     return nsga3.accuracy([(2, 3)], list(range(seeds)), generations_scale)[0]
 
 
