@@ -108,6 +108,25 @@ def test_normalization_association_and_niches_match_numpy_on_a_hand_made_pool():
     np.testing.assert_array_equal(ref.niche, [1, 1, 1, 1, 1, 1])
 
 
+@pytest.mark.parametrize("m, partitions", [(3, 12), (5, 6), (8, (3, 2))])
+def test_each_point_goes_to_its_nearest_line_up_to_the_tie_and_gets_its_distance(m, partitions):
+    d = nsga3.reference_directions(m, partitions)
+    f = np.random.default_rng(m).random((500, m)) * np.random.default_rng(1).choice([0.01, 1, 100], (500, 1))
+    f[:len(d)] = d * 3.0  # points on a direction: distance 0, tied with no other
+    f32 = f.astype(np.float32)
+    nearest, distance = tf.function(nsga3.associate, jit_compile=True)(tf.constant(f32), tf.constant(d, tf.float32))
+    unit = d / np.linalg.norm(d, axis=1, keepdims=True)
+    x = f32.astype(np.float64)
+    exact = np.linalg.norm(x[:, None, :] - (x @ unit.T)[:, :, None] * unit[None], axis=2)  # (P, H) in float64
+    chosen = exact[np.arange(len(x)), nearest.numpy()]
+    norm = np.linalg.norm(x, axis=1)
+    # the chosen line is the nearest, or one whose squared distance is within the tie band (2 x TIE x |f|²)
+    assert np.all(chosen ** 2 <= exact.min(axis=1) ** 2 + 3 * nsga3.TIE * norm ** 2)
+    np.testing.assert_allclose(distance.numpy(), chosen, rtol=1e-4, atol=1e-5 * norm.max())
+    assert nearest.numpy()[:len(d)].tolist() == list(range(len(d)))
+    np.testing.assert_array_equal(nearest.numpy(), nsga3_numpy.associate(x, d)[0])
+
+
 def test_a_degenerate_hyperplane_falls_back_to_the_worst_of_the_front():
     """Every point on one line: the extreme points repeat, no plane through them; the intercepts are the
     first front's worst values."""

@@ -91,6 +91,22 @@ def test_cos_2pi_is_accurate():
     np.testing.assert_allclose(cos_2pi(tf.constant(x)).numpy(), np.cos(2 * np.pi * x.astype(np.float64)), atol=1e-6)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_argmin_gives_the_first_least_index_as_numpy_with_nan_counted_least(axis):
+    from course_lib.evo.fastmath import argmin
+
+    r = np.random.default_rng(axis)
+    x = r.integers(0, 4, (37, 300)).astype(np.float32)  # many ties: the first one wins
+    x[5, 7] = x[30, 200] = -np.inf
+    with_nan = x.copy()
+    with_nan[3, 100] = with_nan[4, 2] = np.nan
+    for data in (x, with_nan, x.astype(np.int32)):
+        want = np.argmin(data, axis=axis)  # NumPy, like argmin here, takes the first NaN
+        compiled = tf.function(lambda t: argmin(t, axis), jit_compile=True)
+        for run in (lambda t: argmin(t, axis), compiled):
+            np.testing.assert_array_equal(run(tf.constant(data)).numpy(), want)
+
+
 # -- mutation ---------------------------------------------------------------------------------
 
 

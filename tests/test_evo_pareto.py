@@ -89,6 +89,11 @@ CASES = {
     "constraints": with_violation(rand.random((40, 2)), np.where(rand.random(40) < 0.4, rand.integers(0, 3, 40), 0)),
     "nan": with_violation(np.where(rand.random((20, 2)) < 0.1, np.nan, rand.random((20, 2))),
                           np.where(rand.random(20) < 0.1, np.nan, 0.0)),
+    "grid ties, 3 objectives": with_violation(rand.integers(0, 3, (50, 3))),
+    "constraints, 3 objectives": with_violation(rand.random((40, 3)),
+                                                np.where(rand.random(40) < 0.4, rand.integers(0, 3, 40), 0)),
+    "nan, 3 objectives": with_violation(np.where(rand.random((30, 3)) < 0.1, np.nan, rand.random((30, 3))),
+                                        np.where(rand.random(30) < 0.1, np.nan, 0.0)),
 }
 SIGNS = {2: (-1.0, 1.0), 3: (-1.0, -1.0, 1.0)}
 
@@ -108,6 +113,14 @@ def test_ranks_and_crowding_match_a_plain_python_reference(case):
     dist = ref_crowding(g, want_rank)
     want = sorted(range(len(g)), key=lambda i: (want_rank[i], -dist[i], i))
     assert pareto.order(tf.constant(values), signs).numpy().tolist() == want
+    # Deb's rules pair by pair, the first front, and fronts only until enough rows have one
+    beats = [[ref_beats(g[i], v[i], g[j], v[j]) for j in range(len(g))] for i in range(len(g))]
+    assert pareto.dominance(tg, tv).numpy().tolist() == beats
+    assert pareto.non_dominated(tg, tv).numpy().tolist() == [r == 0 and v[i] == 0 for i, r in enumerate(want_rank)]
+    for until in (1, len(g) // 3, len(g) // 2):
+        ahead = [sum(r < want_rank[i] for r in want_rank) for i in range(len(g))]
+        assert pareto.ranks(tg, tv, until).numpy().tolist() == [
+            r if ahead[i] < until else len(g) for i, r in enumerate(want_rank)]
 
 
 def test_nan_objectives_and_violations_rank_last():

@@ -1,4 +1,4 @@
-"""cos(2πx) and log(x) from basic arithmetic, for speed and for identical bits.
+"""cos(2πx) and log(x) from basic arithmetic, for speed and for identical bits; argmin from plain reductions.
 
 XLA:CPU lowers cos to one scalar libm call per element (no SIMD),
 and TensorFlow's own kernels compute a vectorised main part
@@ -10,6 +10,11 @@ compiles the arithmetic its own way (it may fuse and reorder operations, so some
 normals differ from eager and graph execution in the last bits), so float runs
 agree across modes only to rounding; integer ones bit for bit. Accurate to
 float32 rounding. Rastrigin, Ackley and the Box-Muller normals use these.
+
+XLA:CPU lowers ``tf.argmin`` to a reduction over (value, index) pairs that it does not
+vectorise; a least value (``reduce_min``) and then the least index that holds it (held as
+float32, a reduction it vectorises where an int32 one is not) are two plain reductions:
+``argmin`` gives ``tf.argmin``'s answer (the first least value) faster on wide rows.
 """
 
 from __future__ import annotations
@@ -64,3 +69,15 @@ def mean_and_std(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     mean = tf.reduce_mean(d)
     std = tf.sqrt(tf.reduce_mean(tf.square(d - mean)))
     return tf.cast(mean, tf.float32), tf.cast(std, tf.float32)
+
+
+def argmin(x: tf.Tensor, axis: int) -> tf.Tensor:
+    """int32: the index of the first least value of ``x`` along ``axis`` (as ``tf.argmin``), where a
+    NaN counts as least (the first NaN's index), so a NaN is never passed over in silence."""
+    x = tf.where(tf.math.is_nan(x), tf.constant(-math.inf, x.dtype), x) if x.dtype.is_floating else x
+    size = x.shape[axis]
+    shape = [1] * len(x.shape)
+    shape[axis] = size
+    index = tf.reshape(tf.cast(tf.range(size), tf.float32), shape)  # float32: exact below 2**24, and vectorised
+    first = tf.reduce_min(tf.where(x <= tf.reduce_min(x, axis=axis, keepdims=True), index, float(size)), axis=axis)
+    return tf.cast(first, tf.int32)

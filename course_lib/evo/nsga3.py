@@ -56,8 +56,8 @@ INTERCEPT_FLOOR = 1e-6
 EXTREME_SNAP = 1e-3
 # the scale of an objective whose range is 0 (every row has the same value)
 ZERO_RANGE = 1e-12
-# squared perpendicular distances this close (relatively) count as a tie, won by the first direction
-TIE = 1e-5
+# projections onto directions this close (relative to the point's norm) count as a tie, won by the first direction
+TIE = 1e-6
 
 
 def das_dennis(objectives: int, partitions: int) -> np.ndarray:
@@ -193,27 +193,46 @@ def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor, state: tf.Tensor 
 
 def associate(f: tf.Tensor, directions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """(nearest direction int32 (P,), its perpendicular distance float32 (P,)) of normalized points
-    f (P, M) to the lines through the origin along ``directions`` (H, M). Squared distances within a
-    relative ``TIE`` of the least count as equal and go to the first direction: a point exactly between
+    f (P, M) to the lines through the origin along ``directions`` (H, M).
+
+    A point's squared distance to the line along unit u is |f|² - (f·u)², so for a point with f >= 0 (every
+    row that sets the normalization: the ideal point is their least value) the nearest line is the one of
+    largest projection f·u: one matrix product and a maximum, the (P, H) work no more than that
+    (computing each distance would read and write (P, H) several times). A row with a negative
+    coordinate (an infeasible one) goes to the direction it points most along. Projections within
+    ``TIE`` x |f| of the largest count as equal and go to the first direction: a point exactly between
     two directions (common on fronts with symmetric points) then goes to the same one whatever the
-    rounding of another program or machine. The squared distance is summed one objective at a time:
-    no (P, H, M) intermediate."""
+    rounding of another program or machine. The distance to the chosen line is computed directly
+    (|f - (f·u) u|), not from the difference of squares, which would lose a near point's distance to
+    cancellation."""
     unit = directions / tf.norm(directions, axis=1, keepdims=True)
     along = tf.matmul(f, unit, transpose_b=True)  # (P, H)
-    d2 = None
-    for k in range(f.shape[1]):
-        part = tf.square(f[:, k, None] - along * unit[None, :, k])
-        d2 = part if d2 is None else d2 + part
-    near = d2 <= tf.reduce_min(d2, axis=1, keepdims=True) * (1 + TIE) + TIE ** 2
-    nearest = tf.argmax(tf.cast(near, tf.int32), axis=1, output_type=tf.int32)
-    return nearest, tf.sqrt(tf.maximum(tf.gather(d2, nearest, batch_dims=1), 0.0))
+    near = along >= tf.reduce_max(along, axis=1, keepdims=True) - TIE * tf.norm(f, axis=1, keepdims=True)
+    # the first near direction by a least index, held as float32 (exact below 2**24): XLA:CPU vectorises
+    # that reduction, not an int32 one nor an argmax, which cost it more than the product
+    h = directions.shape[0]
+    index = tf.cast(tf.range(h), tf.float32)[None, :]
+    nearest = tf.cast(tf.reduce_min(tf.where(near, index, float(h)), axis=1), tf.int32)
+    u = tf.gather(unit, nearest)
+    return nearest, tf.norm(f - tf.reduce_sum(f * u, axis=1, keepdims=True) * u, axis=1)
 
 
-def _lex_order(*keys: tf.Tensor) -> tf.Tensor:
-    """The permutation that sorts rows by ``keys`` (most significant first), by stable sorts."""
-    o = tf.argsort(keys[-1], stable=True)
-    for key in keys[-2::-1]:
-        o = tf.gather(o, tf.argsort(tf.gather(key, o), stable=True))
+def _lex_order(*keys: tuple[tf.Tensor, int]) -> tf.Tensor:
+    """The permutation that sorts rows by ``keys`` (most significant first), each a pair (non-negative
+    integer tensor, its width in bits). Adjacent keys are packed into one int64 word while they fit in 63
+    bits, and the words sorted by stable sorts, least significant first: XLA:CPU's sort is a large share
+    of the selection's time, and keys of 13, 31 and 32 bits then take two sorts, not three."""
+    words: list[tuple[tf.Tensor, int]] = []
+    for key, width in keys:
+        key = tf.cast(key, tf.int64)
+        if words and words[-1][1] + width <= 63:
+            words[-1] = (tf.bitwise.left_shift(words[-1][0], tf.constant(width, tf.int64)) | key,
+                         words[-1][1] + width)
+        else:
+            words.append((key, width))
+    o = tf.argsort(words[-1][0], stable=True)
+    for word, _ in words[-2::-1]:
+        o = tf.gather(o, tf.argsort(tf.gather(word, o), stable=True))
     return o
 
 
@@ -259,16 +278,18 @@ def survivors_and_state(values: tf.Tensor, signs, key: tf.Tensor, n: int, direct
 
     words = tf.cast(rng.bits(key, Rows.all(p), (2,)), tf.int64)
     index = tf.range(p)
-    where_to = tf.where(cut, nearest, h)  # rows outside the cut front sort after every direction
+    where_to = (tf.where(cut, nearest, h), h.bit_length())  # rows outside the cut front sort after every direction
+    # a non-negative float32's bits sort as its value does (abs: -0.0 as 0.0, a NaN after +inf)
+    distance_bits = (tf.bitcast(tf.abs(distance), tf.int32), 31)
     # the closest candidate of each direction (ties by the first random word)
-    o = _lex_order(where_to, distance, words[:, 0])
-    d = tf.gather(where_to, o)
+    o = _lex_order(where_to, distance_bits, (words[:, 0], 32))
+    d = tf.gather(where_to[0], o)
     starts = tf.concat([[True], tf.not_equal(d[1:], d[:-1])], 0)
     closest = _scatter(o, tf.cast(starts, tf.int32)) > 0
     empty = tf.equal(tf.gather(niche, tf.minimum(nearest, h - 1)), 0)
     later = tf.where(closest & empty, 0, 1)
-    o = _lex_order(where_to, later, words[:, 0])
-    d = tf.gather(where_to, o)
+    o = _lex_order(where_to, (later, 1), (words[:, 0], 32))
+    d = tf.gather(where_to[0], o)
     starts = tf.concat([[True], tf.not_equal(d[1:], d[:-1])], 0)
     segment_start = tf.cumsum(tf.cast(starts, tf.int32)) - 1
     first_at = tf.math.unsorted_segment_min(index, segment_start, p)
@@ -277,4 +298,4 @@ def survivors_and_state(values: tf.Tensor, signs, key: tf.Tensor, n: int, direct
     big = tf.constant(3 * p + 1, tf.int64)
     primary = tf.where(kept, tf.cast(rank, tf.int64), tf.where(cut, tf.cast(p + level, tf.int64), big))
     secondary = tf.where(cut, words[:, 1], tf.cast(index, tf.int64))
-    return _lex_order(primary, secondary)[:n], state
+    return _lex_order((primary, (3 * p + 1).bit_length()), (secondary, 32))[:n], state

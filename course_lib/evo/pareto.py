@@ -10,9 +10,10 @@ Deb's rules compare two rows: a feasible row beats an infeasible one, of two inf
 the one with less violation wins, and of two feasible rows one wins when it is no worse in
 every objective and better in one (Pareto dominance).
 
-Cost: ``dominance`` is a (P, P) boolean matrix from P² M comparisons; for three or more
-objectives ``ranks`` peels one front per ``tf.while_loop`` step, each a pass over that matrix,
-so a population with F fronts costs O(M P² + F P²) work and P² bytes. Two objectives need no
+Cost: Pareto dominance is a (P, P) boolean matrix from P² M comparisons; for three or more
+objectives ``ranks`` peels one front per ``tf.while_loop`` step, each a pass over that matrix
+bit-packed, so a population with F fronts costs O(M P² + F P²) work and P²/8 bytes. The violations
+need no pair-wise work: feasible rows come first, infeasible ones follow by violation. Two objectives need no
 matrix: after one lexicographic sort, a row is beaten exactly by the rows before it (its
 duplicates aside) whose second objective is no larger, so a front is one running minimum
 over the sorted rows, O(P log P) sorting plus O(F P log P) for F fronts, and the same ranks.
@@ -46,26 +47,27 @@ def minimise_space(values: tf.Tensor, signs) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.where(bad[:, None], tf.zeros_like(g), g), v
 
 
-def _beats(ga: tf.Tensor, va: tf.Tensor, gb: tf.Tensor, vb: tf.Tensor) -> tf.Tensor:
-    """Whether a beats b by Deb's rules, broadcast: g (..., M) sliced per objective, v (...)."""
-    no_worse, better = None, None
-    for k in range(ga.shape[-1]):  # one comparison per objective: no (P, P, M) intermediate
+def _dominates(ga: tf.Tensor, gb: tf.Tensor) -> tf.Tensor:
+    """Whether a Pareto-dominates b (objectives alone), broadcast: g (..., M) sliced per objective."""
+    no_worse, better = ga[..., 0] <= gb[..., 0], ga[..., 0] < gb[..., 0]
+    for k in range(1, ga.shape[-1]):  # one comparison per objective: no (P, P, M) intermediate
         a, b = ga[..., k], gb[..., k]
-        no_worse = a <= b if no_worse is None else no_worse & (a <= b)
-        better = a < b if better is None else better | (a < b)
-    fa, fb = tf.equal(va, 0.0), tf.equal(vb, 0.0)
-    return (fa & fb & no_worse & better) | (fa & ~fb) | (~fa & ~fb & (va < vb))
+        no_worse, better = no_worse & (a <= b), better | (a < b)
+    return no_worse & better
 
 
 def dominance(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
     """bool (P, P): entry [i, j] is True when row i beats row j by Deb's rules."""
-    return _beats(g[:, None, :], v[:, None], g[None, :, :], v[None, :])
+    fi, fj = tf.equal(v, 0.0)[:, None], tf.equal(v, 0.0)[None, :]
+    return (fi & fj & _dominates(g[:, None, :], g[None, :, :])) | (fi & ~fj) | \
+        (~fi & ~fj & (v[:, None] < v[None, :]))
 
 
-def beaten_by(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
-    """uint32 (P, W): row j's bits say which rows beat it (bit i % 32 of word i // 32), the
-    dominance matrix transposed and bit-packed, so that a pass over it reads P²/8 bytes."""
-    return bitpack.bits_to_words(_beats(g[None, :, :], v[None, :], g[:, None, :], v[:, None]))  # [j, i]
+def dominated_by(g: tf.Tensor) -> tf.Tensor:
+    """uint32 (P, W): row j's bits say which rows Pareto-dominate it (bit i % 32 of word i // 32), objectives
+    alone, bit-packed so that a pass over it reads P²/8 bytes. The violations enter per row, not per pair
+    (``ranks``): P² comparisons of M objectives are the cost, and each term per pair counts."""
+    return bitpack.bits_to_words(_dominates(g[None, :, :], g[:, None, :]))  # [j, i]
 
 
 def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
@@ -73,9 +75,11 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     ``minimise_space`` gives them.
 
     With ``until``, fronts are assigned in order only while fewer than that many rows have one;
-    the rest get P. Two objectives take the sorted path (``_ranks_2d``); more objectives peel
-    one front per step: the remaining rows that no remaining row beats, an and of the packed
-    ``beaten_by`` words with the remaining rows' words.
+    the rest get P. By Deb's rules an infeasible row is beaten by every feasible one, so the feasible
+    rows' fronts come first and the infeasible rows follow, one front per distinct violation (lower
+    first). Two objectives find the feasible fronts on a sorted path (``_ranks_2d``); more objectives
+    peel one front per step: the remaining feasible rows that no remaining feasible row dominates, an
+    and of the packed ``dominated_by`` words with the remaining rows' words.
 
     The loop over fronts is the one loop inside a GPU-shaped generation whose trip count depends on
     the data: essential, since a front is defined by the fronts before it. It is bounded by P trips
@@ -84,19 +88,29 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     """
     p = g.shape[0]
     until = p if until is None else until
+    feasible = tf.equal(v, 0.0)
     if g.shape[1] == 2:
-        return _ranks_2d(g, v, until)
-    words = beaten_by(g, v)
+        fronts, rank = _feasible_ranks_2d(g, feasible, until)
+    else:
+        words = dominated_by(g)
 
-    def body(r, rank):
-        remaining = rank >= p
-        beaten = tf.reduce_any(tf.not_equal(words & bitpack.bits_to_words(remaining[None, :]), 0), axis=1)
-        return r + 1, tf.where(remaining & ~beaten, r, rank)
+        def body(r, rank):
+            remaining = feasible & (rank >= p)
+            beaten = tf.reduce_any(tf.not_equal(words & bitpack.bits_to_words(remaining[None, :]), 0), axis=1)
+            return r + 1, tf.where(remaining & ~beaten, r, rank)
 
-    def more(r, rank):
-        return (r < p) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
+        def more(r, rank):
+            return tf.reduce_any(feasible & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
 
-    return fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)[1]
+        fronts, rank = fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)
+    key = tf.where(feasible, -np.inf, v)  # the feasible rows share the lowest violation level
+    by_v = tf.argsort(key, stable=True)
+    w = tf.gather(key, by_v)
+    level = tf.cumsum(tf.cast(tf.concat([[False], tf.not_equal(w[1:], w[:-1])], 0), tf.int32))
+    level = _scatter(by_v, level) - tf.cast(tf.reduce_any(feasible), tf.int32)
+    rank = tf.where(feasible, rank, fronts + level)
+    ahead = tf.cumsum(tf.math.unsorted_segment_sum(tf.ones([p], tf.int32), rank, p + 1), exclusive=True)
+    return tf.where(tf.gather(ahead, rank) < until, rank, p)
 
 
 def _sorted_2d(g: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -129,13 +143,12 @@ def _front_2d(remaining: tf.Tensor, y_rank: tf.Tensor, before: tf.Tensor) -> tf.
     return remaining & (lowest_before > y_rank)
 
 
-def _ranks_2d(g: tf.Tensor, v: tf.Tensor, until) -> tf.Tensor:
-    """``ranks`` for two objectives without the (P, P) matrix: the feasible rows' fronts one running
-    minimum each over the lexicographic order, then the infeasible rows' fronts, one per distinct
-    violation (lower first); fronts after the one that reaches ``until`` rows get P."""
+def _feasible_ranks_2d(g: tf.Tensor, feasible: tf.Tensor, until) -> tuple[tf.Tensor, tf.Tensor]:
+    """(fronts found, int32 (P,) the feasible rows' fronts, P elsewhere) for two objectives without the
+    (P, P) matrix: one running minimum per front over the lexicographic order, until every feasible row
+    has a front or ``until`` rows have one."""
     p = g.shape[0]
     o, y_rank, before = _sorted_2d(g)
-    feasible = tf.equal(v, 0.0)
     feasible_o = tf.gather(feasible, o)
 
     def body(r, rank):
@@ -145,14 +158,7 @@ def _ranks_2d(g: tf.Tensor, v: tf.Tensor, until) -> tf.Tensor:
         return tf.reduce_any(feasible_o & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
 
     fronts, rank_o = fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)
-    key = tf.where(feasible, -np.inf, v)  # the feasible rows share the lowest violation level
-    by_v = tf.argsort(key, stable=True)
-    w = tf.gather(key, by_v)
-    level = tf.cumsum(tf.cast(tf.concat([[False], tf.not_equal(w[1:], w[:-1])], 0), tf.int32))
-    level = _scatter(by_v, level) - tf.cast(tf.reduce_any(feasible), tf.int32)
-    rank = tf.where(feasible, _scatter(o, rank_o), fronts + level)
-    ahead = tf.cumsum(tf.math.unsorted_segment_sum(tf.ones([p], tf.int32), rank, p + 1), exclusive=True)
-    return tf.where(tf.gather(ahead, rank) < until, rank, p)
+    return fronts, _scatter(o, rank_o)
 
 
 def non_dominated(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
@@ -161,7 +167,8 @@ def non_dominated(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
         o, y_rank, before = _sorted_2d(g)
         top = _front_2d(tf.gather(tf.equal(v, 0.0), o), y_rank, before)
         return tf.cast(_scatter(o, tf.cast(top, tf.int32)), tf.bool)
-    return tf.equal(v, 0.0) & ~tf.reduce_any(tf.not_equal(beaten_by(g, v), 0), axis=1)
+    feasible = tf.equal(v, 0.0)
+    return feasible & ~tf.reduce_any(_dominates(g[None, :, :], g[:, None, :]) & feasible[None, :], axis=1)
 
 
 def _stable_order(key: tf.Tensor, within: tf.Tensor) -> tf.Tensor:

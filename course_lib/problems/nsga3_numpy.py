@@ -80,13 +80,14 @@ def normalize(f: np.ndarray, rows: np.ndarray, first: np.ndarray, state: np.ndar
 
 
 def associate(f: np.ndarray, directions: np.ndarray):
-    """(nearest direction (P,), perpendicular distance (P,)) of normalized points f to the directions; squared
-    distances within a relative ``TIE`` of the least go to the first direction."""
+    """(nearest direction (P,), perpendicular distance (P,)) of normalized points f to the directions: the
+    largest projection f·u, those within ``TIE`` x |f| of it going to the first direction."""
     unit = directions / np.linalg.norm(directions, axis=1, keepdims=True)
     along = f @ unit.T
-    d2 = np.sum(np.square(f[:, None, :] - along[:, :, None] * unit[None]), axis=2)
-    nearest = np.argmax(d2 <= d2.min(axis=1, keepdims=True) * (1 + TIE) + TIE ** 2, axis=1)
-    return nearest, np.sqrt(d2[np.arange(len(f)), nearest])
+    nearest = np.argmax(along >= along.max(axis=1, keepdims=True) - TIE * np.linalg.norm(f, axis=1, keepdims=True),
+                        axis=1)
+    u = unit[nearest]
+    return nearest, np.linalg.norm(f - np.sum(f * u, axis=1, keepdims=True) * u, axis=1)
 
 
 def survivors(f: np.ndarray, violation: np.ndarray, n: int, directions: np.ndarray, words: np.ndarray,

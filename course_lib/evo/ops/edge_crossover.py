@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import fusion, rng
+from course_lib.evo import fastmath, fusion, rng
 from course_lib.evo.ops.base import Mating, genome_spec, partner_rows
 from course_lib.evo.ops.local_search import DistanceOp
 from course_lib.evo.ops.permutation import inverse_permutation, place
@@ -54,7 +54,7 @@ class SharedEdgeCrossover(Mating, DistanceOp):
         # parents share every edge: then the walk follows the whole tour)
         offset = rng.integers(rng.fold_in(key, 2), rows, (), n)[:, None]
         ahead = tf.where(tf.gather(end, x, batch_dims=1), (tf.range(n)[None, :] - offset) % n, n)
-        first = tf.gather(x, tf.argmin(ahead, axis=1, output_type=tf.int32), batch_dims=1)
+        first = tf.gather(x, fastmath.argmin(ahead, 1), batch_dims=1)
         forward, backward, end, first = fusion.materialize((forward, backward, end, first), key)
         cities = tf.range(n)[None, :]
 
@@ -65,7 +65,7 @@ class SharedEdgeCrossover(Mating, DistanceOp):
             ahead_free = (ahead_ >= 0) & ~tf.gather(visited, tf.maximum(ahead_, 0), batch_dims=1)
             back_free = (back >= 0) & ~tf.gather(visited, tf.maximum(back, 0), batch_dims=1)
             row = tf.gather(self.distances, city[:, None] * n + cities)
-            jump = tf.argmin(tf.where(end & ~visited, row, np.inf), axis=1, output_type=tf.int32)
+            jump = fastmath.argmin(tf.where(end & ~visited, row, np.inf), 1)
             return step + 1, tf.where(ahead_free, ahead_, tf.where(back_free, back, jump)), visited, child
 
         start = (tf.constant(0), first, tf.zeros((b, n), tf.bool), tf.zeros((n, b), tf.int32))

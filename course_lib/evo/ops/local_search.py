@@ -23,7 +23,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import fusion, rng
+from course_lib.evo import fastmath, fusion, rng
 from course_lib.evo.ops.permutation import PermutationOp, inverse_permutation
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import SymbolicTensor
@@ -280,7 +280,7 @@ class OrOpt(_LocalSearch):
         delta = or_opt_delta(self.distances, tours, i, length, j, flip)
         place = (j - i) % n
         delta = tf.where((place >= length) & (place <= n - 2), delta, np.inf)  # not touching the segment
-        best = tf.argmin(delta, axis=1, output_type=tf.int32)
+        best = fastmath.argmin(delta, 1)
         i, length, j, flip, delta = (tf.gather(x, best, batch_dims=1) for x in (i, length, j, flip, delta))
         move = fusion.materialize(tf.stack([i, length, j, flip, tf.cast(delta < -self.tolerance, tf.int32)]), key)
         i, length, j, flip, apply = tf.unstack(move)
