@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo import rng
-from course_lib.evo.ops.local_search import move_segment, or_opt_delta, reverse_segments, two_opt_delta
+from course_lib.evo.ops.local_search import move_segment, or_opt_delta, reverse_segments, swap_blocks, two_opt_delta
 from course_lib.evo.rng import Rows
 from course_lib.lessons import applications as app
 
@@ -91,6 +91,67 @@ def test_or_opt_change_equals_change_of_full_length(problem):
     assert all(app.is_tour(t, N) for t in moved)
     np.testing.assert_allclose(delta, app.tour_length(moved, d) - app.tour_length(tours, d), atol=1e-5)
     assert (moved[flip == 0] != tours[flip == 0]).any(axis=1).all()  # every move changed its tour
+
+
+def cycle(tour):
+    """A tour as the set of its undirected edges: the same cycle whatever its start and direction."""
+    return {frozenset(e) for e in zip(tour, np.roll(tour, -1))}
+
+
+def test_swapping_blocks_moves_a_segment_as_move_segment_does_written_either_way(problem):
+    _, _, fitness = problem
+    tours = evo.population.permutations(40, N, seed=8).numpy()
+    draw = np.random.default_rng(2)
+    length, i, flip = draw.integers(1, 4, 40), draw.integers(0, N, 40), draw.integers(0, 2, 40)
+    place = length + draw.integers(0, N - 1 - length, 40)
+    j = (i + place) % N
+    want = move_segment(*[tf.constant(v, tf.int32) for v in (tours, i, length, j, flip)], tf.ones(40, tf.bool)).numpy()
+    as_ints = [tf.constant(v[:, None], tf.int32) for v in (i, length, place - length + 1)]
+    forward = swap_blocks(tf.constant(tours), *as_ints, tf.constant(flip[:, None] > 0),
+                          tf.zeros((40, 1), tf.bool), tf.ones((40, 1), tf.bool)).numpy()
+    np.testing.assert_array_equal(forward, want)  # the segment forward: the same positions move
+    back = [tf.constant(v[:, None], tf.int32) for v in ((j + 1) % N, N - place - 1, length)]
+    backward = swap_blocks(tf.constant(tours), *back, tf.zeros((40, 1), tf.bool), tf.constant(flip[:, None] > 0),
+                           tf.ones((40, 1), tf.bool)).numpy()
+    assert [cycle(t) for t in backward] == [cycle(t) for t in want]  # the cities between moved back: same tour
+    # two moves at once on disjoint positions: each as if alone
+    both = swap_blocks(tf.constant(tours[:1]), tf.constant([[2, 15]]), tf.constant([[3, 2]]), tf.constant([[4, 5]]),
+                       tf.constant([[True, False]]), tf.constant([[False, True]]), tf.constant([[True, True]])).numpy()
+    t = tours[0]
+    assert both[0].tolist() == [*t[:2], *t[5:9], *t[2:5][::-1], *t[9:15], *t[17:22][::-1], *t[15:17], *t[22:]]
+
+
+def test_every_or_opt_change_equals_the_change_of_each_move_scored_alone(problem):
+    _, _, fitness = problem
+    op = attached(fitness, "OrOpt", steps=1, candidates=None, neighbours=5, segment=3)
+    tours = tf.constant(evo.population.permutations(6, N, seed=9).numpy(), tf.int32)
+    every = op._every_change(tours).numpy()
+    i, j, length, end, side, flip = op._draw(None, Rows.all(6), tours, 3, 2, 2, 2)
+    length, j = length + 1, (j - side) % N
+    i = (i - end * (length - 1)) % N
+    alone = or_opt_delta(fitness.distances, tours, i, length, j, flip).numpy()
+    place = ((j - i) % N).numpy()
+    valid = (place >= length.numpy()) & (place <= N - 2)
+    assert every.shape == alone.shape == (6, N * 5 * 3 * 8)
+    np.testing.assert_array_equal(np.isinf(every), ~valid)
+    np.testing.assert_allclose(every[valid], alone[valid], atol=1e-5)
+
+
+@pytest.mark.parametrize("moves", [1, 6])
+def test_or_opt_moves_never_lengthen_and_several_at_once_go_further(problem, moves):
+    xy, d, fitness = problem
+    tours = evo.population.permutations(16, N, seed=5).numpy()
+    op = attached(fitness, "OrOpt", steps=1, candidates=None, neighbours=5, moves=moves)
+    out = op(tours, seed=3).numpy()
+    assert all(app.is_tour(t, N) for t in out)
+    before, after = app.tour_length(tours, d), app.tour_length(out, d)
+    assert (after < before - 1e-3).all()
+    if moves > 1:  # one round applying several moves gains more than one applying the best alone
+        one = attached(fitness, "OrOpt", steps=1, candidates=None, neighbours=5, moves=1)(tours, seed=3).numpy()
+        assert (after <= app.tour_length(one, d) + 1e-5).all() and (after < app.tour_length(one, d) - 1e-3).any()
+    assert op.config()["moves"] == moves
+    with pytest.raises(ValueError, match="moves"):
+        evo.ops.OrOpt(candidates=4, moves=5)
 
 
 def test_a_locally_optimal_tour_is_returned_unchanged(problem):

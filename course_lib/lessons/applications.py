@@ -234,10 +234,10 @@ def memetic_ops(or_opt: bool = True, **two_opt) -> tuple:  # noqa: F811 (the fla
     (options ``two_opt``; by default every move that joins a city to one of its 8 nearest is
     scored, and up to 32 that do not overlap are applied at once, 8 times per generation), then, if
     ``or_opt``, ``evo.ops.OrOpt`` scoring every move of one to three cities next to one of their 4
-    nearest, twice per generation: moves 2-opt cannot make, which close the last few tenths of a percent
-    (``course bench tsp`` measures both)."""
+    nearest once per generation and applying up to 128 that do not overlap: moves 2-opt cannot make,
+    which close the last few tenths of a percent (``course bench tsp`` measures both)."""
     ops = (evo.ops.TwoOpt(**{"steps": 8, "candidates": None, "moves": 32, "neighbours": 8, **two_opt}),)
-    return ops + ((evo.ops.OrOpt(steps=2, candidates=None, neighbours=4),) if or_opt else ())
+    return ops + ((evo.ops.OrOpt(steps=1, candidates=None, neighbours=4, moves=128),) if or_opt else ())
 
 
 # generations per compiled call: the time-to-quality clock is read between calls, and a memetic

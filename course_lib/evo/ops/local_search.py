@@ -19,11 +19,12 @@ fitness first.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import fastmath, fusion, rng
+from course_lib.evo import fusion, rng
 from course_lib.evo.ops.permutation import PermutationOp, inverse_permutation
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import SymbolicTensor
@@ -58,6 +59,14 @@ def reverse_segments(tours: tf.Tensor, p: tf.Tensor, q: tf.Tensor, apply: tf.Ten
     # disjoint segments: at most one move covers a position, so the offsets add up
     offset = tf.reduce_sum(tf.where(inside, p + q + 1 - 2 * pos, 0), axis=2)
     return tf.gather(tours, tf.range(tours.shape[1])[None, :] + offset, batch_dims=1)
+
+
+def best_disjoint(improving: tf.Tensor, overlap: tf.Tensor) -> tf.Tensor:
+    """bool (B, K): of K moves per tour, best first, each ``improving`` one unless a better improving one
+    ``overlap``s it ((B, K, K), symmetric): the moves kept never overlap, so their length changes add up."""
+    k = improving.shape[1]
+    better = tf.range(k)[None, :] < tf.range(k)[:, None]  # [m, a]: a before m
+    return improving & ~tf.reduce_any(overlap & better[None] & improving[:, None, :], axis=2)
 
 
 class DistanceOp(PermutationOp, register=False):
@@ -141,6 +150,14 @@ class _LocalSearch(DistanceOp):
             raise ValueError(f"{kind}: candidates=None scores every move near each city, so it needs "
                              "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
 
+    def _moves(self, moves: int) -> int:
+        """``moves`` checked: a whole number >= 1, no more than the candidates it is chosen among."""
+        moves = whole("moves", moves, 1, type(self).__name__)
+        if self.candidates is not None and moves > self.candidates:
+            raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({self.candidates}); "
+                             "it applies the best non-overlapping moves among the candidates")
+        return moves
+
     def improve(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """One round on int32 tours (B, L): score candidate moves, apply improving ones."""
         raise NotImplementedError
@@ -198,10 +215,7 @@ class TwoOpt(_LocalSearch):
     def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
                  name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
-        self.moves = whole("moves", moves, 1, type(self).__name__)
-        if self.candidates is not None and self.moves > self.candidates:
-            raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({candidates}); "
-                             "it applies the best non-overlapping moves among the candidates")
+        self.moves = self._moves(moves)
 
     def improve(self, tours, key, rows):
         n = tours.shape[1]
@@ -212,13 +226,9 @@ class TwoOpt(_LocalSearch):
         delta = two_opt_delta(self.distances, tours, p, q)
         best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
         p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
-        improving = delta < -self.tolerance
-        # a move is kept unless a better improving one overlaps it (shares an edge or a position):
-        # kept moves never overlap, so their length changes add up
-        overlap = (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None])
-        better = tf.range(p.shape[1])[None, :] < tf.range(p.shape[1])[:, None]  # [m, a]: a before m
-        blocked = tf.reduce_any(overlap & better[None] & improving[:, None, :], axis=2)
-        chosen = improving & ~blocked
+        # a move overlaps another when they share an edge or a position
+        chosen = best_disjoint(delta < -self.tolerance,
+                               (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None]))
         # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
         p, q, chosen = tf.unstack(fusion.materialize(tf.stack([p, q, tf.cast(chosen, tf.int32)]), key))
         return reverse_segments(tours, p, q, chosen > 0)
@@ -258,33 +268,107 @@ def move_segment(tours: tf.Tensor, i: tf.Tensor, length: tf.Tensor, j: tf.Tensor
     return tf.gather(tours, index, batch_dims=1)
 
 
+def swap_blocks(tours: tf.Tensor, lo: tf.Tensor, a: tf.Tensor, b: tf.Tensor, flip_x: tf.Tensor, flip_y: tf.Tensor,
+                apply: tf.Tensor) -> tf.Tensor:
+    """Where ``apply``, the cities at positions lo .. lo+a+b-1 (counted around the tour), block X (a
+    cities) then block Y (b), become Y then X, each reversed where its flip is set; (B, K) moves that must
+    not overlap. One gather: at most one move covers a position, so the offsets add up."""
+    n = tours.shape[1]
+    pos = tf.range(n)[None, :, None]
+    lo, a, b, flip_x, flip_y, apply = (x[:, None, :] for x in (lo, a, b, flip_x, flip_y, apply))
+    r = (pos - lo) % n  # place within the moved positions
+    k = r - b  # place within X, once Y is laid down
+    source = tf.where(r < b, a + tf.where(flip_y, b - 1 - r, r), tf.where(flip_x, a - 1 - k, k))
+    offset = tf.reduce_sum(tf.where(apply & (r < a + b), (lo + source) % n - pos, 0), axis=2)
+    return tf.gather(tours, tf.range(n)[None, :] + offset, batch_dims=1)
+
+
 class OrOpt(_LocalSearch):
     """``steps`` rounds per call: score ``candidates`` random or-opt moves per tour (move 1 to
-    ``segment`` consecutive cities, kept or reversed, next to a near city) and apply the best
-    if it shortens the tour."""
+    ``segment`` consecutive cities, kept or reversed, next to a near city; None: every such move) and
+    apply up to ``moves`` of the best improving ones, each unless a better improving one overlaps it.
+
+    A move is written the shorter of two ways, both the same tour: the segment forward past the cities
+    up to its new neighbour, or those cities back past the segment. Either swaps two adjacent blocks, so
+    moves whose blocks (and the edges at their ends) do not overlap are applied at once."""
 
     def __init__(self, steps: int = 8, candidates: int = 32, segment: int = 3, neighbours: int | None = 8,
-                 name: str | None = None):
+                 moves: int = 1, name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
         self.segment = whole("segment", segment, 1, type(self).__name__)
+        self.moves = self._moves(moves)
 
     def improve(self, tours, key, rows):
         n = tours.shape[1]
         if n < self.segment + 3:
             return tours
-        # segment i .. i+length-1, or ending at i (end 1); placed after t[j] (side 0) or before it
-        i, j, length, end, side, flip = self._draw(key, rows, tours, self.segment, 2, 2, 2)
-        length = length + 1
-        i = (i - end * (length - 1)) % n
-        j = (j - side) % n
-        delta = or_opt_delta(self.distances, tours, i, length, j, flip)
-        place = (j - i) % n
-        delta = tf.where((place >= length) & (place <= n - 2), delta, np.inf)  # not touching the segment
-        best = fastmath.argmin(delta, 1)
-        i, length, j, flip, delta = (tf.gather(x, best, batch_dims=1) for x in (i, length, j, flip, delta))
-        move = fusion.materialize(tf.stack([i, length, j, flip, tf.cast(delta < -self.tolerance, tf.int32)]), key)
-        i, length, j, flip, apply = tf.unstack(move)
-        return move_segment(tours, i, length, j, flip, apply > 0)
+        if self.candidates is None:
+            delta = self._every_change(tours)
+            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
+            k = self.nearest.shape[0] // n
+            i, j, length, end, side, flip = self._split(best, tours, k, (self.segment, 2, 2, 2))
+            i, length, j = (i - end * length) % n, length + 1, (j - side) % n
+        else:
+            # segment i .. i+length-1, or ending at i (end 1); placed after t[j] (side 0) or before it
+            i, j, length, end, side, flip = self._draw(key, rows, tours, self.segment, 2, 2, 2)
+            length = length + 1
+            i = (i - end * (length - 1)) % n
+            j = (j - side) % n
+            delta = or_opt_delta(self.distances, tours, i, length, j, flip)
+            place = (j - i) % n
+            delta = tf.where((place >= length) & (place <= n - 2), delta, np.inf)  # not touching the segment
+            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
+            i, length, j, flip = (tf.gather(x, best, batch_dims=1) for x in (i, length, j, flip))
+        delta, place = tf.gather(delta, best, batch_dims=1), (j - i) % n
+        # blocks X then Y from position lo become Y then X: X the segment (forward) or the cities between
+        # t[j] and the segment (back), whichever moves fewer positions
+        forward = place + 1 <= n - place - 1 + length
+        lo = tf.where(forward, i, (i + place + 1) % n)
+        a = tf.where(forward, length, n - place - 1)
+        b = tf.where(forward, place - length + 1, length)
+        # a move's span: its blocks and the cities before and after them, whose edges change
+        start, span = (lo - 1) % n, a + b + 2
+        gap = (start[:, None, :] - start[:, :, None]) % n  # [m, a]: from move m's start to move a's
+        overlap = (gap < span[:, :, None]) | ((n - gap) % n < span[:, None, :])
+        chosen = best_disjoint(delta < -self.tolerance, overlap)
+        flipped = flip > 0
+        move = fusion.materialize(tf.stack([lo, a, b, tf.cast(flipped & forward, tf.int32),
+                                            tf.cast(flipped & ~forward, tf.int32), tf.cast(chosen, tf.int32)]), key)
+        lo, a, b, flip_x, flip_y, apply = tf.unstack(move)
+        return swap_blocks(tours, lo, a, b, flip_x > 0, flip_y > 0, apply > 0)
+
+    def _every_change(self, tours: tf.Tensor) -> tf.Tensor:
+        """float32 (B, C): the length change of every move near each city, in ``_draw``'s order (position,
+        neighbour, length, end, side, flip), +inf where the place touches the segment. As ``or_opt_delta``
+        but from parts that many moves share: the segment's removal depends on its position, length and
+        end alone, the edge it goes into on the neighbour and side, so they are gathered once each, not
+        once per move (about a quarter of the gathers)."""
+        b, n = tours.shape
+        nearest = cast(tf.Tensor, self.nearest)  # set by attach: candidates=None requires neighbours
+        k, s = nearest.shape[0] // n, self.segment
+        lengths = tf.range(1, s + 1)[None, :, None]
+
+        def at(positions):  # the cities at positions (B, n, x, y), or (n, x, y) the same in every tour
+            positions = tf.broadcast_to(positions % n, (b, *positions.shape[-3:]))
+            return tf.gather(tours, positions, batch_dims=1)
+
+        def dist(x, y):
+            return tf.gather(self.distances, x * n + y)
+
+        start = (tf.range(n)[:, None, None] - tf.range(2)[None, None, :] * (lengths - 1)) % n  # (n, S, end)
+        first, last, before, after = at(start), at(start + lengths - 1), at(start - 1), at(start + lengths)
+        removal = dist(before, after) - dist(before, first) - dist(last, after)  # (B, n, S, end)
+        near = tf.gather(nearest, tours[:, :, None] * k + tf.range(k)[None, None, :])  # (B, n, K)
+        where = (tf.gather(inverse_permutation(tours), near, batch_dims=1)[..., None] - tf.range(2)) % n
+        a, c = at(where), at(where + 1)  # the edge (a, c) it goes into: (B, n, K, side)
+        a, c, ac = a[:, :, :, None, None, :], c[:, :, :, None, None, :], dist(a, c)[:, :, :, None, None, :]
+        first, last = first[:, :, None, :, :, None], last[:, :, None, :, :, None]  # (B, n, 1, S, end, 1)
+        kept = dist(a, first) + dist(last, c)
+        flipped = dist(a, last) + dist(first, c)
+        delta = tf.stack([kept, flipped], -1) + (removal[:, :, None, :, :, None] - ac)[..., None]
+        place = (where[:, :, :, None, None, :] - start[None, :, None, :, :, None]) % n
+        ok = (place >= tf.reshape(lengths, (1, 1, 1, s, 1, 1))) & (place <= n - 2)
+        return tf.reshape(tf.where(ok[..., None], delta, np.inf), (b, -1))
 
     def config(self):
-        return {**super().config(), "segment": self.segment}
+        return {**super().config(), "segment": self.segment, "moves": self.moves}
