@@ -137,6 +137,18 @@ def test_every_or_opt_change_equals_the_change_of_each_move_scored_alone(problem
     np.testing.assert_allclose(every[valid], alone[valid], atol=1e-5)
 
 
+def test_every_two_opt_change_equals_the_change_of_each_move_scored_alone(problem):
+    _, _, fitness = problem
+    op = attached(fitness, "TwoOpt", steps=1, candidates=None, neighbours=5, moves=4)
+    tours = tf.constant(evo.population.permutations(6, N, seed=10).numpy(), tf.int32)
+    every = op._every_change(tours).numpy()
+    i, j, side = op._draw(None, Rows.all(6), tours, 2)
+    u, v = (i - side) % N, (j - side) % N
+    alone = two_opt_delta(fitness.distances, tours, tf.minimum(u, v), tf.maximum(u, v)).numpy()
+    assert every.shape == alone.shape == (6, N * 5 * 2)
+    np.testing.assert_allclose(every, alone, atol=1e-5)
+
+
 @pytest.mark.parametrize("moves", [1, 6])
 def test_or_opt_moves_never_lengthen_and_several_at_once_go_further(problem, moves):
     xy, d, fitness = problem

@@ -219,19 +219,51 @@ class TwoOpt(_LocalSearch):
 
     def improve(self, tours, key, rows):
         n = tours.shape[1]
-        # side 0: new edge (t[i], t[j]) and the one after both; side 1: the one before both
-        i, j, side = self._draw(key, rows, tours, 2)
-        u, v = (i - side) % n, (j - side) % n
-        p, q = tf.minimum(u, v), tf.maximum(u, v)
-        delta = two_opt_delta(self.distances, tours, p, q)
-        best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
-        p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
+
+        def positions(i, j, side):  # side 0: new edge (t[i], t[j]) and the one after both; side 1: before both
+            u, v = (i - side) % n, (j - side) % n
+            return tf.minimum(u, v), tf.maximum(u, v)
+
+        if self.candidates is None:
+            delta = self._every_change(tours)
+            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
+            p, q = positions(*self._split(best, tours, cast(tf.Tensor, self.nearest).shape[0] // n, (2,)))
+            delta = tf.gather(delta, best, batch_dims=1)
+        else:
+            p, q = positions(*self._draw(key, rows, tours, 2))
+            delta = two_opt_delta(self.distances, tours, p, q)
+            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
+            p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
         # a move overlaps another when they share an edge or a position
         chosen = best_disjoint(delta < -self.tolerance,
                                (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None]))
         # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
         p, q, chosen = tf.unstack(fusion.materialize(tf.stack([p, q, tf.cast(chosen, tf.int32)]), key))
         return reverse_segments(tours, p, q, chosen > 0)
+
+    def _every_change(self, tours: tf.Tensor) -> tf.Tensor:
+        """float32 (B, C): the length change of every move joining a city to one of its nearest, in
+        ``_draw``'s order (position, neighbour, side). As ``two_opt_delta`` but from shared parts: the
+        tour's edges are measured once per position and a move's new edges come from the city, its near
+        city and their tour neighbours, so about half the gathers."""
+        b, n = tours.shape
+        nearest = cast(tf.Tensor, self.nearest)  # set by attach: candidates=None requires neighbours
+        k = nearest.shape[0] // n
+
+        def dist(x, y):
+            return tf.gather(self.distances, x * n + y)
+
+        after, before = tf.roll(tours, -1, axis=1), tf.roll(tours, 1, axis=1)  # t[i + 1], t[i - 1]
+        edge = dist(tours, after)  # (B, n): the edge from position i to i + 1
+        near = tf.gather(nearest, tours[:, :, None] * k + tf.range(k)[None, None, :])  # (B, n, K): t[j]
+        j = tf.gather(inverse_permutation(tours), near, batch_dims=1)
+        joined = dist(tours[:, :, None], near)  # the new edge (t[i], t[j]) of either side
+        # side 0: edges (t[i], t[i+1]) and (t[j], t[j+1]) out; side 1: (t[i-1], t[i]) and (t[j-1], t[j])
+        out = tf.gather(edge, tf.stack([j, (j - 1) % n], -1), batch_dims=1)
+        ends = tf.gather(tours, tf.stack([(j + 1) % n, (j - 1) % n], -1), batch_dims=1)
+        other = dist(tf.stack([after, before], -1)[:, :, None, :], ends)
+        delta = joined[..., None] + other - tf.stack([edge, tf.roll(edge, 1, axis=1)], -1)[:, :, None, :] - out
+        return tf.reshape(delta, (b, -1))
 
     def config(self):
         return {**super().config(), "moves": self.moves}
