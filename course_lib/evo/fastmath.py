@@ -12,9 +12,9 @@ agree across modes only to rounding; integer ones bit for bit. Accurate to
 float32 rounding. Rastrigin, Ackley and the Box-Muller normals use these.
 
 XLA:CPU lowers ``tf.argmin`` to a reduction over (value, index) pairs that it does not
-vectorise; a least value (``reduce_min``) and then the least index that holds it (held as
-float32, a reduction it vectorises where an int32 one is not) are two plain reductions:
-``argmin`` gives ``tf.argmin``'s answer (the first least value) faster on wide rows.
+vectorise; a least value (``reduce_min``) and then the least index that holds it
+(``first_index``, held as float32, a reduction it vectorises where an int32 one is not) are two
+plain reductions: ``argmin`` gives ``tf.argmin``'s answer (the first least value) faster on wide rows.
 """
 
 from __future__ import annotations
@@ -71,13 +71,19 @@ def mean_and_std(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.cast(mean, tf.float32), tf.cast(std, tf.float32)
 
 
+def first_index(mask: tf.Tensor, axis: int) -> tf.Tensor:
+    """int32: the index of the first True of ``mask`` along ``axis`` (its size where none is), as a least
+    index held as float32 (exact below 2**24): a reduction XLA:CPU vectorises, where an int32 one or an
+    argmax is not."""
+    size = mask.shape[axis]
+    shape = [1] * len(mask.shape)
+    shape[axis] = size
+    index = tf.reshape(tf.cast(tf.range(size), tf.float32), shape)
+    return tf.cast(tf.reduce_min(tf.where(mask, index, float(size)), axis=axis), tf.int32)
+
+
 def argmin(x: tf.Tensor, axis: int) -> tf.Tensor:
     """int32: the index of the first least value of ``x`` along ``axis`` (as ``tf.argmin``), where a
     NaN counts as least (the first NaN's index), so a NaN is never passed over in silence."""
     x = tf.where(tf.math.is_nan(x), tf.constant(-math.inf, x.dtype), x) if x.dtype.is_floating else x
-    size = x.shape[axis]
-    shape = [1] * len(x.shape)
-    shape[axis] = size
-    index = tf.reshape(tf.cast(tf.range(size), tf.float32), shape)  # float32: exact below 2**24, and vectorised
-    first = tf.reduce_min(tf.where(x <= tf.reduce_min(x, axis=axis, keepdims=True), index, float(size)), axis=axis)
-    return tf.cast(first, tf.int32)
+    return first_index(x <= tf.reduce_min(x, axis=axis, keepdims=True), axis)

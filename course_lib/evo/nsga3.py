@@ -45,7 +45,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import distinct, pareto, rng
+from course_lib.evo import distinct, fastmath, pareto, rng
 from course_lib.evo.rng import Rows
 
 # the achievement scalarizing function's weight off its axis (Deb and Jain's 1e-6)
@@ -208,11 +208,7 @@ def associate(f: tf.Tensor, directions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor
     unit = directions / tf.norm(directions, axis=1, keepdims=True)
     along = tf.matmul(f, unit, transpose_b=True)  # (P, H)
     near = along >= tf.reduce_max(along, axis=1, keepdims=True) - TIE * tf.norm(f, axis=1, keepdims=True)
-    # the first near direction by a least index, held as float32 (exact below 2**24): XLA:CPU vectorises
-    # that reduction, not an int32 one nor an argmax, which cost it more than the product
-    h = directions.shape[0]
-    index = tf.cast(tf.range(h), tf.float32)[None, :]
-    nearest = tf.cast(tf.reduce_min(tf.where(near, index, float(h)), axis=1), tf.int32)
+    nearest = fastmath.first_index(near, 1)  # an argmax here would cost XLA:CPU more than the product
     u = tf.gather(unit, nearest)
     return nearest, tf.norm(f - tf.reduce_sum(f * u, axis=1, keepdims=True) * u, axis=1)
 

@@ -140,6 +140,8 @@ class _LocalSearch(DistanceOp):
     on the tours the round before left, so the loop is essential, and its trip count is static, so
     XLA:GPU runs it on the device without reading a condition back to the host."""
 
+    moves: int  # how many non-overlapping improving moves a round applies (set by each search)
+
     def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
         super().__init__(name)
         kind = type(self).__name__
@@ -157,6 +159,25 @@ class _LocalSearch(DistanceOp):
             raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({self.candidates}); "
                              "it applies the best non-overlapping moves among the candidates")
         return moves
+
+    def _neighbour_count(self) -> int:
+        """How many nearest cities each city's list holds (set by attach: candidates=None requires neighbours)."""
+        return cast(tf.Tensor, self.nearest).shape[0] // self.n
+
+    def _near(self, tours: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """(int32 (B, n, K) each position's city's K nearest cities, where each sits in the tour): the
+        neighbours every exhaustively scored move joins a city to."""
+        k = self._neighbour_count()
+        near = tf.gather(self.nearest, tours[:, :, None] * k + tf.range(k)[None, None, :])
+        return near, tf.gather(inverse_permutation(tours), near, batch_dims=1)
+
+    def _distance(self, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        """The distances between cities x and y (any matching shapes)."""
+        return tf.gather(self.distances, x * self.n + y)
+
+    def _best(self, delta: tf.Tensor) -> tf.Tensor:
+        """int32 (B, moves): the candidates of least length change, best first."""
+        return tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
 
     def improve(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
         """One round on int32 tours (B, L): score candidate moves, apply improving ones."""
@@ -226,13 +247,13 @@ class TwoOpt(_LocalSearch):
 
         if self.candidates is None:
             delta = self._every_change(tours)
-            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
-            p, q = positions(*self._split(best, tours, cast(tf.Tensor, self.nearest).shape[0] // n, (2,)))
+            best = self._best(delta)
+            p, q = positions(*self._split(best, tours, self._neighbour_count(), (2,)))
             delta = tf.gather(delta, best, batch_dims=1)
         else:
             p, q = positions(*self._draw(key, rows, tours, 2))
             delta = two_opt_delta(self.distances, tours, p, q)
-            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
+            best = self._best(delta)
             p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
         # a move overlaps another when they share an edge or a position
         chosen = best_disjoint(delta < -self.tolerance,
@@ -247,16 +268,10 @@ class TwoOpt(_LocalSearch):
         tour's edges are measured once per position and a move's new edges come from the city, its near
         city and their tour neighbours, so about half the gathers."""
         b, n = tours.shape
-        nearest = cast(tf.Tensor, self.nearest)  # set by attach: candidates=None requires neighbours
-        k = nearest.shape[0] // n
-
-        def dist(x, y):
-            return tf.gather(self.distances, x * n + y)
-
+        dist = self._distance
         after, before = tf.roll(tours, -1, axis=1), tf.roll(tours, 1, axis=1)  # t[i + 1], t[i - 1]
         edge = dist(tours, after)  # (B, n): the edge from position i to i + 1
-        near = tf.gather(nearest, tours[:, :, None] * k + tf.range(k)[None, None, :])  # (B, n, K): t[j]
-        j = tf.gather(inverse_permutation(tours), near, batch_dims=1)
+        near, j = self._near(tours)  # (B, n, K): t[j] and j
         joined = dist(tours[:, :, None], near)  # the new edge (t[i], t[j]) of either side
         # side 0: edges (t[i], t[i+1]) and (t[j], t[j+1]) out; side 1: (t[i-1], t[i]) and (t[j-1], t[j])
         out = tf.gather(edge, tf.stack([j, (j - 1) % n], -1), batch_dims=1)
@@ -336,9 +351,8 @@ class OrOpt(_LocalSearch):
             return tours
         if self.candidates is None:
             delta = self._every_change(tours)
-            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
-            k = self.nearest.shape[0] // n
-            i, j, length, end, side, flip = self._split(best, tours, k, (self.segment, 2, 2, 2))
+            best = self._best(delta)
+            i, j, length, end, side, flip = self._split(best, tours, self._neighbour_count(), (self.segment, 2, 2, 2))
             i, length, j = (i - end * length) % n, length + 1, (j - side) % n
         else:
             # segment i .. i+length-1, or ending at i (end 1); placed after t[j] (side 0) or before it
@@ -349,7 +363,7 @@ class OrOpt(_LocalSearch):
             delta = or_opt_delta(self.distances, tours, i, length, j, flip)
             place = (j - i) % n
             delta = tf.where((place >= length) & (place <= n - 2), delta, np.inf)  # not touching the segment
-            best = tf.math.top_k(-delta, k=min(self.moves, delta.shape[1]), sorted=True).indices
+            best = self._best(delta)
             i, length, j, flip = (tf.gather(x, best, batch_dims=1) for x in (i, length, j, flip))
         delta, place = tf.gather(delta, best, batch_dims=1), (j - i) % n
         # blocks X then Y from position lo become Y then X: X the segment (forward) or the cities between
@@ -376,22 +390,17 @@ class OrOpt(_LocalSearch):
         end alone, the edge it goes into on the neighbour and side, so they are gathered once each, not
         once per move (about a quarter of the gathers)."""
         b, n = tours.shape
-        nearest = cast(tf.Tensor, self.nearest)  # set by attach: candidates=None requires neighbours
-        k, s = nearest.shape[0] // n, self.segment
+        s, dist = self.segment, self._distance
         lengths = tf.range(1, s + 1)[None, :, None]
 
         def at(positions):  # the cities at positions (B, n, x, y), or (n, x, y) the same in every tour
             positions = tf.broadcast_to(positions % n, (b, *positions.shape[-3:]))
             return tf.gather(tours, positions, batch_dims=1)
 
-        def dist(x, y):
-            return tf.gather(self.distances, x * n + y)
-
         start = (tf.range(n)[:, None, None] - tf.range(2)[None, None, :] * (lengths - 1)) % n  # (n, S, end)
         first, last, before, after = at(start), at(start + lengths - 1), at(start - 1), at(start + lengths)
         removal = dist(before, after) - dist(before, first) - dist(last, after)  # (B, n, S, end)
-        near = tf.gather(nearest, tours[:, :, None] * k + tf.range(k)[None, None, :])  # (B, n, K)
-        where = (tf.gather(inverse_permutation(tours), near, batch_dims=1)[..., None] - tf.range(2)) % n
+        where = (self._near(tours)[1][..., None] - tf.range(2)) % n  # the edge's start: j or j - 1 (B, n, K, side)
         a, c = at(where), at(where + 1)  # the edge (a, c) it goes into: (B, n, K, side)
         a, c, ac = a[:, :, :, None, None, :], c[:, :, :, None, None, :], dist(a, c)[:, :, :, None, None, :]
         first, last = first[:, :, None, :, :, None], last[:, :, None, :, :, None]  # (B, n, 1, S, end, 1)
