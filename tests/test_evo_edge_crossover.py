@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from course_lib import evo
-from course_lib.evo.ops.edge_crossover import shared_neighbours
+from course_lib.evo.ops.edge_crossover import fragments, shared_edges
 from course_lib.lessons import applications as app
 
 N = 24
@@ -51,12 +51,49 @@ def test_identical_parents_give_the_same_tour_back(problem):
         assert edges(child) == edges(tours[0])
 
 
-def test_shared_neighbours_by_city():
+def test_shared_edges_and_the_fragments_they_form():
     tour = np.array([[0, 1, 2, 3, 4, 5]], np.int32)
     mate = np.array([[2, 1, 0, 5, 3, 4]], np.int32)  # shares 0-1, 1-2, 0-5, 3-4
-    forward, backward = (x.numpy()[0] for x in shared_neighbours(tour, mate))
-    assert forward.tolist() == [1, 2, -1, 4, -1, 0]
-    assert backward.tolist() == [5, 0, 1, -1, 3, -1]
+    assert shared_edges(tour, mate).numpy()[0].tolist() == [True, True, False, True, False, True]
+    # paths 5-0-1-2 and 3-4, numbered from the first head in the tour's order (3 at position 3)
+    fragment, along, head, tail, length, count = (x.numpy()[0] for x in fragments(tour, mate))
+    assert count == 2 and fragment.tolist() == [1, 1, 1, 0, 0, 1] and along.tolist() == [1, 2, 3, 0, 1, 0]
+    assert head[:2].tolist() == [3, 5] and tail[:2].tolist() == [4, 2] and length[:2].tolist() == [2, 4]
+    same = fragments(tour, tour[:, ::-1])  # every edge shared: one fragment from the first city
+    assert same[5].numpy()[0] == 1 and same[0].numpy()[0].tolist() == [0] * 6
+    assert same[1].numpy()[0].tolist() == list(range(6))
+
+
+def greedy_join(tour, mate, d, first) -> list:
+    """The child in plain Python: from ``first`` follow shared edges (the parent's next city first), at a
+    fragment's end jump to the nearest end of a fragment not yet visited (the lowest city of equal distances)."""
+    shared, n = edges(tour) & edges(mate), len(tour)
+    at = {int(c): i for i, c in enumerate(tour)}
+    links = {c: [int(tour[(at[c] + s) % n]) for s in (1, -1) if frozenset((c, int(tour[(at[c] + s) % n]))) in shared]
+             for c in range(n)}
+    ends = {c for c in links if len(links[c]) < 2}
+    child, city = [], int(first)
+    while True:
+        child.append(city)
+        ahead = [c for c in links[city] if c not in child]
+        if ahead:
+            city = ahead[0]
+            continue
+        left = sorted(c for c in ends if c not in child)
+        if not left:
+            return child
+        city = min(left, key=lambda c: d[child[-1], c])
+
+
+def test_each_child_is_the_greedy_join_of_its_parent_and_mate(problem):
+    xy, _, tours, op = problem
+    d = np.asarray(op.distances).reshape(N, N)  # the float32 distances the op compares
+    rng = np.random.default_rng(0)
+    for pair in (tours[[0, 1]], tours[[2, 5]], np.stack([tours[2], rng.permutation(N)]).astype(np.int32)):
+        assert len(edges(pair[0]) & edges(pair[1])) < N - 1  # several fragments to join
+        for seed in range(3):
+            for row, child in enumerate(op(pair, seed=seed).numpy()):
+                assert child.tolist() == greedy_join(pair[row], pair[1 - row], d, child[0])
 
 
 def test_the_same_seed_gives_the_same_children_and_another_seed_may_not(problem):

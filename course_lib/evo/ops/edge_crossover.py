@@ -7,9 +7,11 @@ not yet visited (a single city with no shared edge is a fragment too). So the ch
 edge, and its other edges are short ones chosen by distance, which a local search then polishes: Freisleben
 and Merz's distance-preserving crossover, without its rule against the parents' other edges.
 
-The walk is one ``tf.while_loop`` of exactly L trips, vectorised over the tours: per trip the two
-shared neighbours of the current city (precomputed per city) and, for the jump, the current city's row of
-distances. Fixed shapes throughout, so XLA compiles it on every target.
+The walk goes fragment by fragment: one ``tf.while_loop`` trip per fragment (entered at one end, left at
+the other), vectorised over the tours, each reading the exit city's row of distances; the child is then
+laid out in one scatter. Parents that share most edges (local optima of one instance) form few fragments,
+so the walk makes far fewer trips than there are cities. Fixed shapes throughout, so XLA compiles it on
+every target; the GPU target runs L trips (a static count, see ``fusion``), the extra ones change nothing.
 """
 
 from __future__ import annotations
@@ -23,19 +25,33 @@ from course_lib.evo.ops.local_search import DistanceOp
 from course_lib.evo.ops.permutation import inverse_permutation, place
 
 
-def shared_neighbours(tours: tf.Tensor, mates: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """int32 (B, L) each, indexed by city: the city after it in the tour (``forward``) and the one
-    before it (``backward``) where that edge is also in the mate (either direction), else -1."""
+def shared_edges(tours: tf.Tensor, mates: tf.Tensor) -> tf.Tensor:
+    """bool (B, L) by position: whether the edge (t[i], t[i+1]) of each tour is also in its mate (either direction)."""
     n = tours.shape[1]
-    at = inverse_permutation(mates)
-    after_in_mate = tf.gather(mates, (at + 1) % n, batch_dims=1)  # by city
-    before_in_mate = tf.gather(mates, (at - 1) % n, batch_dims=1)
-    following = tf.roll(tours, -1, axis=1)  # by position: the next city of the tour
-    shared = ((tf.gather(after_in_mate, tours, batch_dims=1) == following)
-              | (tf.gather(before_in_mate, tours, batch_dims=1) == following))  # edge (t[i], t[i+1])
-    forward = tf.where(shared, following, -1)
-    backward = tf.where(tf.roll(shared, 1, axis=1), tf.roll(tours, 1, axis=1), -1)
-    return place(forward, tours), place(backward, tours)
+    in_mate = tf.gather(inverse_permutation(mates), tours, batch_dims=1)  # where t[i] sits in the mate
+    following = tf.roll(tours, -1, axis=1)
+    return ((tf.gather(mates, (in_mate + 1) % n, batch_dims=1) == following)
+            | (tf.gather(mates, (in_mate - 1) % n, batch_dims=1) == following))
+
+
+def fragments(tours: tf.Tensor, mates: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    """The paths the edges shared with the mate cut each tour into, numbered in the tour's order from the
+    first one's head. By city (B, L): its fragment and its place along it from the head; by fragment
+    (B, L, past the count unused): head city, tail city, length; and (B,) how many fragments. A tour that
+    shares every edge is one fragment from its first city."""
+    b, n = tours.shape
+    head = ~tf.roll(shared_edges(tours, mates), 1, axis=1)  # the edge into t[i] is not shared
+    head = head | ((tf.range(n)[None, :] == 0) & ~tf.reduce_any(head, axis=1, keepdims=True))
+    from_first = (fastmath.first_index(head, 1)[:, None] + tf.range(n)[None, :]) % n  # positions from the first head
+    rotated = tf.gather(tours, from_first, batch_dims=1)
+    fragment = tf.cumsum(tf.cast(tf.gather(head, from_first, batch_dims=1), tf.int32), axis=1) - 1
+    segments = tf.reshape(fragment + n * tf.range(b)[:, None], (-1,))
+    length = tf.reshape(tf.math.unsorted_segment_sum(tf.ones([b * n], tf.int32), segments, b * n), (b, n))
+    start = tf.cumsum(length, axis=1, exclusive=True)
+    along = tf.range(n)[None, :] - tf.gather(start, fragment, batch_dims=1)
+    ends = tf.gather(rotated, tf.minimum(tf.stack([start, start + length - 1], -1), n - 1), batch_dims=1)
+    return (place(fragment, rotated), place(along, rotated), ends[..., 0], ends[..., 1], length,
+            fragment[:, -1] + 1)
 
 
 class SharedEdgeCrossover(Mating, DistanceOp):
@@ -48,29 +64,53 @@ class SharedEdgeCrossover(Mating, DistanceOp):
         mate = tf.cast(partner_rows(inputs, rng.fold_in(key, 1), rows), tf.int32)
         b, n = x.shape
         self._require_distances(n)
-        forward, backward = shared_neighbours(x, mate)
-        end = (forward < 0) | (backward < 0)  # by city: a fragment's end (or a city on no shared edge)
+        fragment, along, head, tail, length, count = fragments(x, mate)
+        end = (along == 0) | (along == tf.gather(length, fragment, batch_dims=1) - 1)  # by city
         # the start: the first fragment end at or after a random position of the parent (x[0] when the
         # parents share every edge: then the walk follows the whole tour)
         offset = rng.integers(rng.fold_in(key, 2), rows, (), n)[:, None]
-        ahead = tf.where(tf.gather(end, x, batch_dims=1), (tf.range(n)[None, :] - offset) % n, n)
+        ahead = tf.where(tf.gather(end & (count[:, None] > 1), x, batch_dims=1), (tf.range(n)[None, :] - offset) % n, n)
         first = tf.gather(x, fastmath.argmin(ahead, 1), batch_dims=1)
-        forward, backward, end, first = fusion.materialize((forward, backward, end, first), key)
+        fragment, along, head, tail, end, first = fusion.materialize((fragment, along, head, tail, end, first), key)
         cities = tf.range(n)[None, :]
 
-        def walk(step, city, visited, child):
-            visited = visited | (cities == city[:, None])
-            child = tf.tensor_scatter_nd_update(child, [[step]], city[None, :])
-            ahead_, back = tf.gather(forward, city, batch_dims=1), tf.gather(backward, city, batch_dims=1)
-            ahead_free = (ahead_ >= 0) & ~tf.gather(visited, tf.maximum(ahead_, 0), batch_dims=1)
-            back_free = (back >= 0) & ~tf.gather(visited, tf.maximum(back, 0), batch_dims=1)
-            row = tf.gather(self.distances, city[:, None] * n + cities)
-            jump = fastmath.argmin(tf.where(end & ~visited, row, np.inf), 1)
-            return step + 1, tf.where(ahead_free, ahead_, tf.where(back_free, back, jump)), visited, child
+        def walk(step, city, visited, order, forward):
+            piece = tf.gather(fragment, city, batch_dims=1)
+            ahead_ = tf.gather(along, city, batch_dims=1) == 0  # entered at its head
+            out = tf.where(ahead_, tf.gather(tail, piece, batch_dims=1), tf.gather(head, piece, batch_dims=1))
+            visited = visited | (fragment == piece[:, None])
+            order = tf.tensor_scatter_nd_update(order, [[step]], piece[None, :])
+            forward = tf.tensor_scatter_nd_update(forward, [[step]], ahead_[None, :])
+            row = tf.gather(self.distances, out[:, None] * n + cities)
+            return step + 1, fastmath.argmin(tf.where(end & ~visited, row, np.inf), 1), visited, order, forward
 
-        start = (tf.constant(0), first, tf.zeros((b, n), tf.bool), tf.zeros((n, b), tf.int32))
-        child = tf.transpose(tf.while_loop(lambda step, *_: step < n, walk, start)[3])
+        # one trip per fragment: as many as the most cut tour holds, or L where a loop's trip count must be
+        # static (the GPU target, see ``fusion``)
+        trips = n if fusion.target() == "gpu" else tf.reduce_max(count)
+        start = (tf.constant(0), first, tf.zeros((b, n), tf.bool), tf.zeros((n, b), tf.int32),
+                 tf.zeros((n, b), tf.bool))
+        _, _, _, order, forward = tf.while_loop(lambda step, *_: step < trips, walk, start)
+        child = self.lay_out(tf.transpose(order), tf.transpose(forward), fragment, along, length, count)
         crossed = self.crossed(key, rows, genome_spec(inputs[0]))
         if crossed is not None:  # the others are copies of their parent
             child = tf.where(crossed[:, None], child, x)
         return tf.cast(child, inputs[0].dtype)
+
+    @staticmethod
+    def lay_out(order, forward, fragment, along, length, count):
+        """The child tour: fragments in walk ``order`` (B, L; the first ``count`` entries of each row), each
+        from its head where ``forward``, else from its tail."""
+        b, n = order.shape
+        walked = tf.range(n)[None, :] < count[:, None]
+        # by fragment (a slot past the last for the entries no walk made): where it starts, which way
+        slot = tf.reshape(tf.where(walked, order, n) + (n + 1) * tf.range(b)[:, None], (-1,))
+
+        def by_fragment(values):
+            return tf.reshape(tf.math.unsorted_segment_sum(tf.reshape(values, (-1,)), slot, b * (n + 1)), (b, n + 1))
+
+        begins = by_fragment(tf.cumsum(tf.where(walked, tf.gather(length, order, batch_dims=1), 0), axis=1,
+                                       exclusive=True))
+        ahead = by_fragment(tf.cast(forward & walked, tf.int32))
+        begin, ahead = (tf.gather(x, fragment, batch_dims=1) for x in (begins, ahead))
+        position = begin + tf.where(ahead > 0, along, tf.gather(length, fragment, batch_dims=1) - 1 - along)
+        return place(tf.broadcast_to(tf.range(n), (b, n)), position)
