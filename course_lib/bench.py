@@ -48,6 +48,7 @@ __all__ = [
     "machine",
     "machine_summary",
     "table",
+    "interval_bounds",
     "interval_text",
     "save_report",
     "Report",
@@ -465,7 +466,13 @@ def _floor_of(lo: float, hi: float) -> float:
 def interval_text(lo: float, hi: float) -> str:
     """An interval in the one notation of every table and sentence, "(95% interval 1.07–1.34x)", written after the
     factor it qualifies and oriented like it."""
-    return f"({CONFIDENCE:.0%} interval {_factor(lo)}–{_factor(hi)}x)"
+    return f"({CONFIDENCE:.0%} interval {interval_bounds(lo, hi)}x)"
+
+
+def interval_bounds(lo: float, hi: float) -> str:
+    """An interval's two ends, "1.07–1.34", each with the digits that keep it off 1 when it is not 1: a
+    bound of 1.0004 written "1" would contradict the verdict its side of 1 gives."""
+    return f"{_factor(lo)}–{_factor(hi)}"
 
 
 def _judge(lo: float, hi: float, floor: float) -> str:
@@ -478,7 +485,12 @@ def _judge(lo: float, hi: float, floor: float) -> str:
 
 
 def _factor(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+    if x >= 100:
+        return f"{x:,.0f}"
+    digits = 3
+    while float(f"{x:.{digits}g}") == 1 != x and digits < 9:
+        digits += 1
+    return f"{x:.{digits}g}"
 
 
 def _times(x: float) -> str:

@@ -510,3 +510,11 @@ def test_a_pair_too_close_to_call_names_its_own_floor():
     assert c.verdict("c", "b").startswith("c against b: too close to call, ")
     assert c.verdict("c", "b").endswith(f" this pair's noise floor of {c.floor('c', 'b'):.3g}x" + (
         ", too wide to rule out a difference" if "inside" in c.verdict("c", "b") else ""))
+
+
+def test_an_interval_bound_off_1_is_never_written_as_1():
+    # a verdict reads the interval's side of 1: its text must not put a bound on 1 that is not
+    assert bench.interval_bounds(1.0004, 1.3612) == "1.0004–1.36"
+    assert bench.interval_bounds(0.99951, 1.2) == "0.9995–1.2"
+    assert bench.interval_bounds(1.0, 2.5) == "1–2.5" and bench.interval_bounds(0.5, 123.4) == "0.5–123"
+    assert bench.interval_text(1.0004, 1.36) == "(95% interval 1.0004–1.36x)"

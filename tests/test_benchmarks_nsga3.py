@@ -60,7 +60,7 @@ def test_the_ratio_of_medians_comes_with_an_interval_over_seeds_and_a_verdict_on
     few = nsga3.accuracy([(2, 3)], [0, 1], generations_scale=0.01)[0]
     assert few["95% interval"] == "" and few["verdict"].startswith("too few seeds")
     row = nsga3.accuracy([(2, 3)], list(range(5)), generations_scale=0.01)[0]
-    lo, hi = map(float, row["95% interval"].split("-"))
+    lo, hi = map(float, row["95% interval"].split("–"))
     assert lo <= row["IGD engine / pymoo"] <= hi
     assert row["verdict"] == ("engine lower" if hi < 1 else "pymoo lower" if lo > 1 else
                               "not told apart by 5 seeds")

@@ -59,14 +59,14 @@ def test_front_verdicts_read_the_found_front_against_the_best_of_its_size():
 def beside_row(**changes):
     row = {"problem": "DTLZ2", "objectives": 3, "population": 92, "generations": 250, "seeds": 7,
            "engine IGD": 1.2e-3, "engine gen/s": 2000.0, "pymoo IGD": 1.1e-3, "pymoo gen/s": 150.0,
-           "IGD engine / pymoo": 1.2e-3 / 1.1e-3, "95% interval": "0.93-1.24", "verdict": "not told apart by 7 seeds",
+           "IGD engine / pymoo": 1.2e-3 / 1.1e-3, "95% interval": "0.93–1.24", "verdict": "not told apart by 7 seeds",
            "speed engine / pymoo": 2000 / 150}
     row.update(changes)
     return {k: v for k, v in row.items() if v is not None}
 
 
 @pytest.mark.parametrize("changes, says", [
-    ({}, "(95% interval 0.93-1.24x over the seeds): the interval holds 1: these seeds do not tell the two apart"),
+    ({}, "(95% interval 0.93–1.24x over the seeds): the interval holds 1: these seeds do not tell the two apart"),
     ({"95% interval": "1.05-1.3", "verdict": "pymoo lower"}, "pymoo's IGD is lower beyond what the seeds' spread"),
     ({"95% interval": "0.6-0.9", "verdict": "engine lower"}, "the engine's IGD is lower beyond what the seeds' spread"),
     ({"95% interval": "", "verdict": "too few seeds (under 5)", "seeds": 2}, "2 seeds are too few for an interval"),

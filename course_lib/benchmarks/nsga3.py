@@ -141,7 +141,7 @@ def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates:
                 row["95% interval"], row["verdict"] = "", f"too few seeds (under {bench.MIN_ROUNDS})"
             else:
                 lo, hi = bench.ratio_interval(igds_of["engine"], igds_of["pymoo"], paired=False)
-                row["95% interval"] = f"{lo:.3g}-{hi:.3g}"
+                row["95% interval"] = bench.interval_bounds(lo, hi)
                 row["verdict"] = ("engine lower" if hi < 1 else "pymoo lower" if lo > 1 else
                                   f"not told apart by {len(seeds)} seeds")
             row["speed engine / pymoo"] = row["engine gen/s"] / row["pymoo gen/s"]
