@@ -77,7 +77,7 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     With ``until``, fronts are assigned in order only while fewer than that many rows have one;
     the rest get P. By Deb's rules an infeasible row is beaten by every feasible one, so the feasible
     rows' fronts come first and the infeasible rows follow, one front per distinct violation (lower
-    first). Two objectives find the feasible fronts on a sorted path (``_ranks_2d``); more objectives
+    first). Two objectives find the feasible fronts on a sorted path (``_feasible_ranks_2d``); more objectives
     peel one front per step: the remaining feasible rows that no remaining feasible row dominates, an
     and of the packed ``dominated_by`` words with the remaining rows' words.
 
@@ -94,15 +94,11 @@ def ranks(g: tf.Tensor, v: tf.Tensor, until: int | None = None) -> tf.Tensor:
     else:
         words = dominated_by(g)
 
-        def body(r, rank):
-            remaining = feasible & (rank >= p)
-            beaten = tf.reduce_any(tf.not_equal(words & bitpack.bits_to_words(remaining[None, :]), 0), axis=1)
-            return r + 1, tf.where(remaining & ~beaten, r, rank)
+        def front(remaining):  # the remaining rows no remaining row dominates
+            beaten = tf.not_equal(words & bitpack.bits_to_words(remaining[None, :]), 0)
+            return remaining & ~tf.reduce_any(beaten, axis=1)
 
-        def more(r, rank):
-            return tf.reduce_any(feasible & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
-
-        fronts, rank = fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)
+        fronts, rank = _peel(front, feasible, until)
     key = tf.where(feasible, -np.inf, v)  # the feasible rows share the lowest violation level
     by_v = tf.argsort(key, stable=True)
     w = tf.gather(key, by_v)
@@ -147,18 +143,24 @@ def _feasible_ranks_2d(g: tf.Tensor, feasible: tf.Tensor, until) -> tuple[tf.Ten
     """(fronts found, int32 (P,) the feasible rows' fronts, P elsewhere) for two objectives without the
     (P, P) matrix: one running minimum per front over the lexicographic order, until every feasible row
     has a front or ``until`` rows have one."""
-    p = g.shape[0]
     o, y_rank, before = _sorted_2d(g)
-    feasible_o = tf.gather(feasible, o)
+    fronts, rank_o = _peel(lambda remaining: _front_2d(remaining, y_rank, before), tf.gather(feasible, o), until)
+    return fronts, _scatter(o, rank_o)
+
+
+def _peel(front, feasible: tf.Tensor, until) -> tuple[tf.Tensor, tf.Tensor]:
+    """(fronts found, int32 (P,) the feasible rows' fronts, P elsewhere): ``front(remaining)`` (the bool
+    rows of the next front among the ``remaining`` ones) applied in turn, one front per trip, until every
+    feasible row has a front or ``until`` rows have one."""
+    p = feasible.shape[0]
 
     def body(r, rank):
-        return r + 1, tf.where(_front_2d(feasible_o & (rank >= p), y_rank, before), r, rank)
+        return r + 1, tf.where(front(feasible & (rank >= p)), r, rank)
 
     def more(r, rank):
-        return tf.reduce_any(feasible_o & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
+        return tf.reduce_any(feasible & (rank >= p)) & (tf.reduce_sum(tf.cast(rank < p, tf.int32)) < until)
 
-    fronts, rank_o = fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)
-    return fronts, _scatter(o, rank_o)
+    return fusion.while_loop(more, body, (tf.constant(0), tf.fill([p], p)), bound=p)
 
 
 def non_dominated(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
