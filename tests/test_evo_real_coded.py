@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo import fusion, rng
+from course_lib.evo.ops import base as ops_base
 from course_lib.evo.rng import Rows
 
 N = 20_000
@@ -68,6 +69,41 @@ def test_children_stay_within_per_gene_bounds_in_every_mode():
         xla = fusion.xla_function(lambda x, op=op: op.apply([x], rng.key(3), Rows.all(64)))(x).numpy()
         np.testing.assert_allclose(xla, eager, atol=1e-6)
         assert np.all(eager >= low) and np.all(eager <= high)
+
+
+@pytest.mark.parametrize("n", [10, 11])
+def test_mates_are_random_pairs_the_same_in_every_batch(n):
+    population = tf.range(n, dtype=tf.int32)[:, None]
+    mate, draws, second = ops_base.paired_mates(population, rng.key(4), Rows.all(n))
+    mate, pair, second = mate.numpy().ravel(), draws.index().numpy(), second.numpy()
+    # every row a parent once; two rows per pair, each the other's mate, one of them second
+    for p in range(n // 2):
+        a, b = np.flatnonzero(pair == p)
+        assert mate[a] == b and mate[b] == a and second[a] != second[b]
+    if n % 2:  # the last of the shuffle has its pair to itself and mates with another row
+        alone = int(np.flatnonzero(pair == n // 2)[0])
+        assert not second[alone] and mate[alone] != alone
+    assert sorted(np.bincount(pair).tolist()) == sorted([2] * (n // 2) + [1] * (n % 2))
+    assert not np.array_equal(mate, ops_base.paired_mates(population, rng.key(5), Rows.all(n))[0].numpy().ravel())
+    for start, size in ((0, 4), (4, n - 4)):  # a batch of rows gets the whole population's pairs
+        batch = ops_base.paired_mates(population, rng.key(4), Rows(start, size, n))
+        assert np.array_equal(batch[0].numpy().ravel(), mate[start:start + size])
+        assert np.array_equal(batch[1].index().numpy(), pair[start:start + size])
+
+
+def test_a_pairs_two_children_share_their_draws_and_sit_symmetrically_about_the_parents():
+    x = tf.constant(np.random.default_rng(1).uniform(0.3, 0.7, (64, 5)), tf.float64)
+    op = evo.ops.SimulatedBinaryCrossover(-1e3, 1e3, eta=15.0)  # bounds far away: nothing clipped
+    child = op.apply([x], rng.key(6), Rows.all(64)).numpy()
+    # the op's mates: the pairs of its key folded with 1
+    mate = ops_base.paired_mates(tf.range(64)[:, None], rng.fold_in(rng.key(6), 1), Rows.all(64))[0].numpy().ravel()
+    x = x.numpy()
+    crossed = child != x
+    assert 0.3 < crossed.mean() < 0.7  # about half the genes (gene_rate 1/2)
+    for a in range(64):
+        b = mate[a]
+        assert np.array_equal(crossed[a], crossed[b])  # the same genes crossed in both
+        np.testing.assert_allclose(child[a] + child[b], x[a] + x[b], rtol=1e-12)  # c1 + c2 = y1 + y2
 
 
 def test_bad_bounds_and_eta_raise_clear_errors():

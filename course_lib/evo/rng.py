@@ -182,6 +182,17 @@ class Rows:
         return tf.slice(x, [self.start] + [0] * (rank - 1), [self.size] + [-1] * (rank - 1))
 
 
+@dataclass(frozen=True)
+class Picked(Rows):
+    """Rows whose draws are keyed by the given numbers ``picked`` (size,), not by their place: rows given
+    the same number draw the same words (the two children of one pair of parents, ``paired_mates``)."""
+
+    picked: Any = None
+
+    def index(self) -> tf.Tensor:
+        return tf.cast(self.picked, tf.int32)
+
+
 def _u64(value: int) -> tf.Tensor:
     return tf.constant(value, tf.uint64)
 

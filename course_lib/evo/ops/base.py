@@ -262,3 +262,16 @@ def partner_rows(inputs: list[tf.Tensor], key: tf.Tensor, rows: Rows) -> tf.Tens
     offset = rng.integers(key, rows, (), n - 1) + 1
     # pinned: XLA would otherwise fuse the index's arithmetic into the gather and redo it for every gene
     return tf.gather(inputs[0], materialize((rows.index() + offset) % n, key))
+
+
+def paired_mates(population: tf.Tensor, key: tf.Tensor, rows: Rows) -> tuple[tf.Tensor, Rows, tf.Tensor]:
+    """The population shuffled once per generation and cut into pairs, each pair the two parents of two
+    children, as in Deb's and pymoo's simulated binary crossover: (each row's mate, ``rng.Picked`` rows
+    that key the draws a pair's two children share, bool (B,) whether a row is its pair's second). Every
+    individual is a parent once; in an odd population the last of the shuffle mates with the first and has
+    its pair's draws to itself. The shuffle is drawn for the whole population, so every batch agrees."""
+    n = rows.total
+    order = tf.argsort(rng.uniform(key, Rows.all(n), ()), stable=True)
+    slot = tf.gather(tf.scatter_nd(order[:, None], tf.range(n), [n]), rows.index())  # each row's place in it
+    mate = materialize(tf.gather(order, (slot ^ 1) % n), key)
+    return tf.gather(population, mate), rng.Picked(0, rows.size, (n + 1) // 2, slot // 2), slot % 2 > 0

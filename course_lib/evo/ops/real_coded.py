@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import knobs, rng
-from course_lib.evo.ops.base import Knob, Mating, Op, check_rate, genome_spec, partner_rows
+from course_lib.evo.ops.base import Knob, Mating, Op, check_rate, genome_spec, paired_mates, partner_rows
 
 
 def _bounds(op: str, low, high) -> tuple[tuple, tuple]:
@@ -67,11 +67,15 @@ def _power(base: tf.Tensor, exponent: float) -> tf.Tensor:
 class SimulatedBinaryCrossover(_Bounded, Mating):
     """Simulated binary crossover (Deb and Agrawal): a child gene spread around its two parents' genes.
 
-    For parent genes y1 < y2 the child is (y1 + y2)/2 -/+ beta (y2 - y1)/2, with the spread
+    For parent genes y1 < y2 the two children are (y1 + y2)/2 -/+ beta (y2 - y1)/2, with the spread
     factor beta drawn so that, far from the bounds, its density is (eta + 1)/2 beta^eta below 1
     and (eta + 1)/2 beta^-(eta + 2) above, and near a bound cut off at it (Deb's bounded form).
-    Which of the pair's two children the child is, is a coin flip per gene. A gene is crossed
-    with probability ``gene_rate`` (1/2, as in Deb's code), a child with ``probability``.
+    On one population the parents are random pairs (``paired_mates``) and each pair's two children
+    share their draws: per gene one beta, one coin for which child takes which value, one pick of
+    whether the gene is crossed (``gene_rate``, 1/2 as in Deb's code), so the two children sit
+    symmetrically about their parents, as in Deb's and pymoo's code. (Drawn apart, children of random
+    mates converge measurably worse on DTLZ: ``docs/performance.md``.) With a second input the mate
+    is any row of it and each child draws alone. A pair is crossed with ``probability``.
     """
 
     genes = "float"
@@ -92,10 +96,13 @@ class SimulatedBinaryCrossover(_Bounded, Mating):
 
     def apply(self, inputs, key, rows):
         x = rows.take(inputs[0])
-        mate = partner_rows(inputs, rng.fold_in(key, 1), rows)
+        if len(inputs) == 1:
+            mate, draws, second = paired_mates(inputs[0], rng.fold_in(key, 1), rows)
+        else:
+            mate, draws, second = partner_rows(inputs, rng.fold_in(key, 1), rows), rows, None
         lo, hi = self.limits(x)
         shape = tuple(x.shape[1:])
-        u = tf.cast(rng.uniform(rng.fold_in(key, 2), rows, (3, *shape)), x.dtype)
+        u = tf.cast(rng.uniform(rng.fold_in(key, 2), draws, (3, *shape)), x.dtype)
         values = self.knob_values(genome_spec(inputs[0]))
         y1, y2 = tf.minimum(x, mate), tf.maximum(x, mate)
         gap = y2 - y1
@@ -109,9 +116,12 @@ class SimulatedBinaryCrossover(_Bounded, Mating):
 
         c1 = 0.5 * (y1 + y2 - spread(1.0 + 2.0 * (y1 - lo) / safe) * gap)
         c2 = 0.5 * (y1 + y2 + spread(1.0 + 2.0 * (hi - y2) / safe) * gap)
-        child = tf.clip_by_value(tf.where(u[:, 1] < 0.5, c1, c2), lo, hi)
+        low_child = u[:, 1] < 0.5  # the first of a pair takes c1 here, the second c2
+        if second is not None:
+            low_child = low_child != tf.reshape(second, (rows.size,) + (1,) * len(shape))
+        child = tf.clip_by_value(tf.where(low_child, c1, c2), lo, hi)
         take = (u[:, 2] < values["gene_rate"]) & (gap > 1e-14)
-        crossed = self.crossed(key, rows, genome_spec(inputs[0]))
+        crossed = self.crossed(key, draws, genome_spec(inputs[0]))
         if crossed is not None:
             take &= tf.reshape(crossed, (rows.size,) + (1,) * len(shape))
         return tf.where(take, child, x)
