@@ -272,6 +272,6 @@ def paired_mates(population: tf.Tensor, key: tf.Tensor, rows: Rows) -> tuple[tf.
     its pair's draws to itself. The shuffle is drawn for the whole population, so every batch agrees."""
     n = rows.total
     order = tf.argsort(rng.uniform(key, Rows.all(n), ()), stable=True)
-    slot = tf.gather(tf.scatter_nd(order[:, None], tf.range(n), [n]), rows.index())  # each row's place in it
+    slot = tf.gather(tf.math.invert_permutation(order), rows.index())  # each row's place in it
     mate = materialize(tf.gather(order, (slot ^ 1) % n), key)
     return tf.gather(population, mate), rng.Picked(0, rows.size, (n + 1) // 2, slot // 2), slot % 2 > 0
