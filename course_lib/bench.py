@@ -757,6 +757,16 @@ def onednn_enabled() -> bool | None:
         return None if flag is None else flag.strip().lower() in ("1", "true")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system reports one (a container or
+    ``taskset`` can allow fewer than the machine has, and TensorFlow sizes its thread pools to them),
+    else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this system (macOS, Windows)
+        return os.cpu_count() or 1
+
+
 def machine() -> dict:
     """What the numbers were measured on: CPU model and features, cores, versions, devices."""
     global _MACHINE
@@ -767,7 +777,7 @@ def machine() -> dict:
         _MACHINE = {
             "cpu": model,
             "cpu_flags": flags,
-            "cores": os.cpu_count(),
+            "cores": usable_cores(),
             "python": platform.python_version(),
             "tensorflow": tf.__version__,
             "numpy": np.__version__,
@@ -817,7 +827,8 @@ def machine_summary(info: Mapping | None = None) -> str:
     gpus = info.get("gpus") or []
     accel = f"{len(gpus)} GPU(s)" if gpus else "no GPU"
     flags = "/".join(f.upper() for f in info.get("cpu_flags", []) if f in ("avx2", "fma", "avx512f"))
-    return (f"{info.get('cpu', '?')} ({info.get('cores', '?')} cores{', ' + flags if flags else ''}), "
+    cores = info.get("cores", "?")
+    return (f"{info.get('cpu', '?')} ({cores} core{'' if cores == 1 else 's'}{', ' + flags if flags else ''}), "
             f"{accel}, TF {info.get('tensorflow', '?')}")
 
 

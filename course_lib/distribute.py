@@ -217,8 +217,8 @@ def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> ben
            f"one tower alone took {one * 1e3:.3g} ms, so {n_devices} towers one after another would take "
            f"{n_devices * one * 1e3:.3g} ms: on one device they ran about {at_once['towers, one device']:.2g} "
            f"at a time, on {n_devices} devices about {at_once[towers_n]:.2g} at a time "
-           f"(this machine has {os.cpu_count()} cores)"]
-    if max(at_once.values()) > (os.cpu_count() or 1):
+           f"(cores this process may use: {bench.usable_cores()})"]
+    if max(at_once.values()) > bench.usable_cores():
         out.append("more towers at a time than cores means one tower's time is partly the call's fixed cost, "
                    "which the towers together pay once")
     ratio = comparison.speedup(towers_n, over="towers, one device")

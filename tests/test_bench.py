@@ -81,6 +81,15 @@ def test_machine_names_cpu_cores_and_devices():
     assert "TF" in bench.machine_summary(info)
 
 
+def test_cores_are_those_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(bench.os, "sched_getaffinity", lambda pid: {0}, raising=False)  # as under taskset -c 0
+    assert bench.usable_cores() == 1
+    assert "(1 core, " in bench.machine_summary({"cpu": "X", "cores": 1, "cpu_flags": ["avx2"]})
+    assert "(4 cores)" in bench.machine_summary({"cpu": "X", "cores": 4})
+    monkeypatch.delattr(bench.os, "sched_getaffinity")  # a system without affinity: the machine's count
+    assert bench.usable_cores() == (bench.os.cpu_count() or 1)
+
+
 def test_bad_input_gives_clear_errors():
     def broken():
         raise ZeroDivisionError("nope")
