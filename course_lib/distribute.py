@@ -212,13 +212,14 @@ def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> ben
         comparison[name]  # a clear KeyError naming what is missing
     one = comparison["one tower alone"].median_s
     at_once = {name: n_devices * one / comparison[name].median_s for name in ("towers, one device", towers_n)}
+    cores = bench.usable_cores()
     out = [comparison.verdict(chain_n, over="chain, one device"),
            comparison.verdict(towers_n, over="towers, one device"),
            f"one tower alone took {one * 1e3:.3g} ms, so {n_devices} towers one after another would take "
            f"{n_devices * one * 1e3:.3g} ms: on one device they ran about {at_once['towers, one device']:.2g} "
            f"at a time, on {n_devices} devices about {at_once[towers_n]:.2g} at a time "
-           f"(cores this process may use: {bench.usable_cores()})"]
-    if max(at_once.values()) > bench.usable_cores():
+           f"(cores this process may use: {cores})"]
+    if max(at_once.values()) > cores:
         out.append("more towers at a time than cores means one tower's time is partly the call's fixed cost, "
                    "which the towers together pay once")
     ratio = comparison.speedup(towers_n, over="towers, one device")
