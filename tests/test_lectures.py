@@ -52,11 +52,14 @@ def test_runner_executes_with_parameters_and_names_failures(course, tmp_path, mo
     assert "cell 2" in broken.error and "ZeroDivisionError" in broken.error
     assert f"kernel log: {broken.log}" in broken.error
     executed = nbformat.read(out / "notebooks" / "00_ok.ipynb", as_version=4)
-    assert executed.cells[-1].outputs[0]["text"] == "N is 3 a False\n"
+    assert "N is 3 a False\n" in [o.get("text") for o in executed.cells[-1].outputs]
     # The kernel's C-level stderr (TensorFlow's C++ log) goes to the log, not into the notebook;
-    # C-level stdout (tf.print) and Python's stderr still reach the reader.
-    shown = {(o["name"], o["text"]) for o in executed.cells[2].outputs}
-    assert shown == {("stdout", "C-level stdout, as tf.print writes\n"), ("stderr", "Python stderr\n")}
+    # C-level stdout (tf.print) and Python's stderr still reach the reader. C-level output comes through
+    # a thread of ipykernel's that reads a pipe, which the end of a cell does not wait for: on a loaded
+    # machine the line can show under a later cell.
+    assert ("stderr", "Python stderr\n") in {(o["name"], o["text"]) for o in executed.cells[2].outputs}
+    streams = "".join(o["text"] for cell in executed.cells[2:] for o in cell.outputs if o["output_type"] == "stream")
+    assert streams.count("C-level stdout, as tf.print writes\n") == 1 and "fake.cc" not in streams
     # the chart is saved in the notebook even where the caller's shell draws off-screen (conftest: Agg)
     assert any("image/png" in o.get("data", {}) for o in executed.cells[3].outputs)
     assert ok.log == out / "logs" / "notebooks-00_ok.log"
