@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import bench
+from course_lib.benchmarks import tsp as tsp_bench
 
 
 def test_measure_reports_first_call_apart_and_repeats():
@@ -527,3 +528,10 @@ def test_an_interval_bound_off_1_is_never_written_as_1():
     assert bench.interval_bounds(0.99951, 1.2) == "0.9995–1.2"
     assert bench.interval_bounds(1.0, 2.5) == "1–2.5" and bench.interval_bounds(0.5, 123.4) == "0.5–123"
     assert bench.interval_text(1.0004, 1.36) == "(95% interval 1.0004–1.36x)"
+
+
+def test_tsp_gaps_read_without_a_negative_zero():
+    assert [tsp_bench.percent(g) for g in (-0.001, 0.5234, -0.25)] == ["0.00", "0.52", "-0.25"]
+    assert tsp_bench.percent(-0.004, "+") == "+0.00" and tsp_bench.percent(0.6, "+") == "+0.60"
+    (line,) = tsp_bench.gap_summary({"memetic GA": [0.52, -0.001, 0.46]})
+    assert line.endswith("% above LKH-3: 0.52, 0.00, 0.46; median 0.46, largest 0.52")

@@ -22,11 +22,16 @@ def print_quality_table(rows: list[dict]) -> None:
               f"{within if isinstance(within, str) else f'{within:.2f}':>9}{r['ended at s']:>8.1f}{r['CPU s']:>8.1f}")
 
 
+def percent(gap: float, sign: str = "") -> str:
+    """A gap in % to two decimals; a tour a hair shorter than LKH-3's reads 0.00, not -0.00."""
+    return f"{round(gap, 2) + 0.0:{sign}.2f}"
+
+
 def gap_summary(gaps: dict) -> list[str]:
     """One line per method: its % above LKH-3's tour at the budget, per instance, with the median and the
     largest (``gaps``: method -> one % per instance)."""
-    return [f"  {name:44} % above LKH-3: {', '.join(f'{g:.2f}' for g in values)}; median {np.median(values):.2f}, "
-            f"largest {max(values):.2f}" for name, values in gaps.items()]
+    return [f"  {name:44} % above LKH-3: {', '.join(map(percent, values))}; median {percent(np.median(values))}, "
+            f"largest {percent(max(values))}" for name, values in gaps.items()]
 
 
 def _tsp_sizes(args) -> str | None:
@@ -89,7 +94,7 @@ def bench_tsp(args):
             for name, t in traces.items():
                 gap = 100 * (t.length_at(budget) / best - 1)
                 gaps.setdefault(name, []).append(gap)
-                print(f"  {name:44} {gap:+.2f}% against it at {budget:g} s; "
+                print(f"  {name:44} {percent(gap, '+')}% against it at {budget:g} s; "
                       f"within 1% of it after {t.time_to(1.01 * best):.1f} s")
             results.append(record)
         if lkh and gaps:
