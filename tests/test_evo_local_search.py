@@ -126,15 +126,46 @@ def test_every_or_opt_change_equals_the_change_of_each_move_scored_alone(problem
     op = attached(fitness, "OrOpt", steps=1, candidates=None, neighbours=5, segment=3)
     tours = tf.constant(evo.population.permutations(6, N, seed=9).numpy(), tf.int32)
     every = op._every_change(tours).numpy()
-    i, j, length, end, side, flip = op._draw(None, Rows.all(6), tours, 3, 2, 2, 2)
-    length, j = length + 1, (j - side) % N
+    i, j, length, end, side = op._draw(None, Rows.all(6), tours, 3, 2, 2)
+    length, j, flip = length + 1, (j - side) % N, end ^ side
     i = (i - end * (length - 1)) % N
     alone = or_opt_delta(fitness.distances, tours, i, length, j, flip).numpy()
     place = ((j - i) % N).numpy()
     valid = (place >= length.numpy()) & (place <= N - 2)
-    assert every.shape == alone.shape == (6, N * 5 * 3 * 8)
+    assert every.shape == alone.shape == (6, N * 5 * 3 * 4)
     np.testing.assert_array_equal(np.isinf(every), ~valid)
     np.testing.assert_allclose(every[valid], alone[valid], atol=1e-5)
+
+
+def test_two_opt_scored_from_some_positions_equals_those_rows_of_every_move(problem):
+    _, _, fitness = problem
+    op = attached(fitness, "TwoOpt", steps=1, candidates=None, neighbours=5, moves=4)
+    tours = tf.constant(evo.population.permutations(6, N, seed=10).numpy(), tf.int32)
+    every = op._every_change(tours).numpy().reshape(6, N, 10)
+    at = np.stack([np.random.default_rng(b).choice(N, 7, replace=False) for b in range(6)]).astype(np.int32)
+    some = op._every_change(tours, tf.constant(at)).numpy().reshape(6, 7, 10)
+    np.testing.assert_allclose(some, np.take_along_axis(every, at[:, :, None], axis=1), atol=1e-6)
+
+
+def test_focused_two_opt_watches_every_city_whose_edges_changed_and_focused_on_all_is_unfocused(problem):
+    xy, d, fitness = problem
+    tours = evo.population.permutations(8, N, seed=11).numpy()
+    op = attached(fitness, "TwoOpt", steps=1, candidates=None, neighbours=5, moves=6, focus=12)
+    out, watched = (x.numpy() for x in op.improve_watched(tf.constant(tours, tf.int32), rng.key(0), Rows.all(8)))
+    for before, after, w in zip(tours, out, watched):
+        assert app.is_tour(after, N)
+        changed = {c for e in edges(before) ^ edges(after) for c in e}
+        assert changed and changed <= set(np.flatnonzero(w))  # don't-look bits reset where edges changed
+    start = evo.population.permutations(8, N, seed=12).numpy()
+    everywhere = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6, focus=N)(start, seed=1)
+    unfocused = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6)(start, seed=1)
+    np.testing.assert_array_equal(everywhere.numpy(), unfocused.numpy())
+    narrow = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6, focus=8)(start, seed=1).numpy()
+    assert all(app.is_tour(t, N) for t in narrow)
+    assert (app.tour_length(narrow, d) < app.tour_length(start, d) - 1e-3).all()
+    assert op.config()["focus"] == 12
+    with pytest.raises(ValueError, match="focus= .* needs candidates=None"):
+        evo.ops.TwoOpt(candidates=16, focus=8)
 
 
 def test_every_two_opt_change_equals_the_change_of_each_move_scored_alone(problem):

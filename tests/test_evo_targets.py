@@ -204,8 +204,9 @@ def test_every_selection_and_fitness_has_a_case():
         return {n for n, c in vars(module).items() if isinstance(c, type) and issubclass(c, base)
                 and c not in (base, *bases) and c.__module__ == module.__name__}
 
-    # NSGA3 needs several objectives: test_nsga3_keeps_only_its_bounded_front_loop_... covers it
-    assert public(selection, selection.Selection) <= set(SELECTIONS) | {"NSGA3"}
+    # NSGA3 needs several objectives: test_nsga3_keeps_only_its_bounded_front_loop_... covers it; Clearing
+    # needs tours: test_clearing_compiles_for_the_gpu_target_... covers it
+    assert public(selection, selection.Selection) <= set(SELECTIONS) | {"NSGA3", "Clearing"}
     # External holds values told from outside TensorFlow (ask/tell): no compiled evaluation to trace
     assert public(fitness, fitness.Fitness, fitness.MultiObjective) <= set(FITNESSES) | {"External"}
 
@@ -240,6 +241,17 @@ def test_every_fitness_compiles_for_the_gpu_target_without_loops_but_bounded_one
     fitness, build, population = FITNESSES[name]()
     # TSP's model has TwoOpt's rounds
     check_loops(build, fitness, evo.selection.Tournament(size=2), population, {"TSP": 1}.get(name, 0))
+
+
+def test_clearing_compiles_for_the_gpu_target_without_loops_and_gives_the_cpu_targets_tours():
+    population, fitness = KINDS["permutation"]()
+
+    def build():
+        inputs = evo.Input(shape=(L,), dtype="int32")
+        return evo.Model(inputs, evo.ops.InversionMutation(rate=1.0)(evo.ops.OrderCrossover()(inputs)))
+
+    check_loops(build, fitness, evo.selection.Clearing(radius=4), population, 0)
+    check_results(build, fitness, evo.selection.Clearing(radius=4), population, exact=True)
 
 
 @pytest.mark.parametrize("case", ["Elitist, Knapsack"] + [pytest.param(case, marks=pytest.mark.slow) for case in (

@@ -202,14 +202,15 @@ class Generation:
             return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
         return children, child_fit
 
-    def select(self, pool_fit, key, carried: tf.Tensor, blocks: int = 1) -> tuple[tf.Tensor, tf.Tensor]:
+    def select(self, pool, pool_fit, key, carried: tf.Tensor, blocks: int = 1) -> tuple[tf.Tensor, tf.Tensor]:
         """(pool rows of the next population of ``blocks x rows`` individuals, the selection's next
         state after ``carried``); the pool is ``blocks`` pools of this shape one after the other (one
-        per replica)."""
+        per replica). Its genomes reach a selection that reads them (``Selection.reads_genomes``)."""
+        selection = self.model.selection
         parents = np.tile(np.arange(self.rows * self.factor) < self.rows, blocks)
-        return self.model.selection.choose_with_state(pool_fit, self.signs, rng.fold_in(key, 0), self.rows * blocks,
-                                                      parents if self.model.selection.pool == "both" else None,
-                                                      carried)
+        return selection.choose_with_state(pool_fit, self.signs, rng.fold_in(key, 0), self.rows * blocks,
+                                           parents if selection.pool == "both" else None, carried,
+                                           genomes=self.unpack(pool) if selection.reads_genomes else None)
 
     def initial_selection(self) -> tf.Tensor:
         """The selection's state before the first generation."""
@@ -275,7 +276,7 @@ class Generation:
         selection's next carried state."""
         key = self.key(generation, replica)
         pool, pool_fit = self.pool(state.population, state.fitness, key, generation)
-        idx, carried = self.select(pool_fit, key, state.selection)
+        idx, carried = self.select(pool, pool_fit, key, state.selection)
         return pool, pool_fit, idx, state._replace(selection=carried)
 
     def step(self, state: State, generation, replica=None) -> tuple[State, tf.Tensor]:
@@ -287,7 +288,7 @@ class Generation:
         """The second half of ``step`` for children scored elsewhere (``evo.ask_tell``): pool, selection
         and best-so-far tracking, with the generation's key."""
         pool, pool_fit = self.join(state.population, state.fitness, children, child_fit)
-        idx, carried = self.select(pool_fit, self.key(generation), state.selection)
+        idx, carried = self.select(pool, pool_fit, self.key(generation), state.selection)
         return self.advance(state._replace(selection=carried), tf.gather(pool, idx), tf.gather(pool_fit, idx))
 
     def loop(self, state: State, generation, more, record, hist, replica=None) -> tuple:

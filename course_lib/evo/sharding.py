@@ -374,7 +374,7 @@ class ReplicaWork:
         """The same draw over the whole pool on every replica; this replica keeps its slots. Every
         replica tracks the whole population's best, so their bests stay equal."""
         gen = self.gen
-        idx, carried = gen.select(pool_fit, gen.key(generation), state.selection,
+        idx, carried = gen.select(pool, pool_fit, gen.key(generation), state.selection,
                                   blocks=pool.shape[0] // (gen.rows * gen.factor))
         mine = tf.slice(idx, [replica * gen.rows], [gen.rows])
         return gen.advance(state._replace(selection=carried), tf.gather(pool, mine), tf.gather(pool_fit, mine),

@@ -90,11 +90,13 @@ def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=No
     """The memetic GA of this course: shared-edge crossover (every edge both parents hold, the rest
     joined nearest end to nearest end), a double bridge on every child (a kick that the local search
     does not simply undo: iterated local search inside a GA), then ``memetic_ops`` (options
-    ``local_search``); by default elitist selection that keeps one copy of each tour length
-    (``Elitist(eliminate_duplicates=True)``): a population of 32 whose children the local search sends
-    to the same local optima would otherwise fill with copies of its best tour and stop searching."""
+    ``local_search``); by default elitist selection with clearing (``evo.selection.Clearing(radius=6)``):
+    a tour that differs from a better one in fewer than 6 edges gives way to the tours that do not, so a
+    population of 32,
+    whose children the local search sends to neighbouring local optima, keeps 32 different tours to
+    recombine instead of filling with near copies of its best."""
     return tsp_model(coordinates, mode=mode, seed=seed,
-                     selection=selection or evo.selection.Elitist(eliminate_duplicates=True),
+                     selection=selection or evo.selection.Clearing(radius=6),
                      crossover="shared edges", mutation="double bridge", mutation_rate=1.0,
                      local_search=memetic_ops(**local_search))
 
@@ -232,11 +234,13 @@ def ga_trace(method: str, make_model, population, budget_s: float, chunk: int = 
 def memetic_ops(or_opt: bool = True, **two_opt) -> tuple:  # noqa: F811 (the flag shadows problems.tsp.or_opt)
     """The local search of the memetic GA with this course's settings: ``evo.ops.TwoOpt``
     (options ``two_opt``; by default every move that joins a city to one of its 8 nearest is
-    scored, and up to 32 that do not overlap are applied at once, 8 times per generation), then, if
+    scored, and up to 32 that do not overlap are applied at once, 8 times per generation, the rounds after
+    the first only from the 128 cities the round before touched: ``focus``), then, if
     ``or_opt``, ``evo.ops.OrOpt`` scoring every move of one to three cities next to one of their 4
     nearest once per generation and applying up to 128 that do not overlap: moves 2-opt cannot make,
     which close the last few tenths of a percent (``course bench tsp`` measures both)."""
-    ops = (evo.ops.TwoOpt(**{"steps": 8, "candidates": None, "moves": 32, "neighbours": 8, **two_opt}),)
+    ops = (evo.ops.TwoOpt(**{"steps": 8, "candidates": None, "moves": 32, "neighbours": 8, "focus": 128,
+                             **two_opt}),)
     return ops + ((evo.ops.OrOpt(steps=1, candidates=None, neighbours=4, moves=128),) if or_opt else ())
 
 

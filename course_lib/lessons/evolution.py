@@ -183,7 +183,7 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
         return pop, gen.evaluate(pop)
 
     def selection(pop, fit, key, i):
-        idx = gen.select(fit, key, state.selection)[0]
+        idx = gen.select(pop, fit, key, state.selection)[0]
         return tf.gather(pop, idx), tf.gather(fit, idx)
 
     def words(pop, fit, key, i):
@@ -204,7 +204,7 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
 
     def without_selection():
         g = copy.copy(gen)
-        g.select = lambda pool_fit, key, carried, blocks=1: (tf.range(g.rows * blocks), carried)
+        g.select = lambda pool, pool_fit, key, carried, blocks=1: (tf.range(g.rows * blocks), carried)
         return whole_of(g)
 
     names = _part_names(model)

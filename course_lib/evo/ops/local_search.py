@@ -164,11 +164,12 @@ class _LocalSearch(DistanceOp):
         """How many nearest cities each city's list holds (set by attach: candidates=None requires neighbours)."""
         return cast(tf.Tensor, self.nearest).shape[0] // self.n
 
-    def _near(self, tours: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """(int32 (B, n, K) each position's city's K nearest cities, where each sits in the tour): the
-        neighbours every exhaustively scored move joins a city to."""
+    def _near(self, tours: tf.Tensor, cities: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+        """(int32 (B, M, K) the K nearest cities of each of ``cities`` (B, M; by default every position's),
+        where each sits in the tour): the neighbours every exhaustively scored move joins a city to."""
         k = self._neighbour_count()
-        near = tf.gather(self.nearest, tours[:, :, None] * k + tf.range(k)[None, None, :])
+        cities = tours if cities is None else cities
+        near = tf.gather(self.nearest, cities[:, :, None] * k + tf.range(k)[None, None, :])
         return near, tf.gather(inverse_permutation(tours), near, batch_dims=1)
 
     def _distance(self, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
@@ -231,24 +232,62 @@ class TwoOpt(_LocalSearch):
 
     ``neighbours``: each candidate joins a city to one of its ``neighbours`` nearest cities
     (None: any two edges, uniformly).
+
+    ``focus`` (with ``candidates=None``): the rounds after the first score only the moves from ``focus``
+    cities, those whose tour edges the round before changed and those whose improving move it had to
+    leave for a better one that overlapped: don't-look bits in fixed shapes. A move from any other city
+    was scored already and found no gain, and nothing next to it has changed since, so it is skipped: a
+    tour that is a local optimum but for a few new edges (a child of two local optima, after a kick) costs
+    one full round, then rounds ``n / focus`` times cheaper. None: every round scores every move.
     """
 
     def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
-                 name: str | None = None):
+                 focus: int | None = None, name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
         self.moves = self._moves(moves)
+        self.focus = None if focus is None else whole("focus", focus, 1, "TwoOpt")
+        if self.focus is not None and self.candidates is not None:
+            raise ValueError("TwoOpt: focus= narrows the rounds that score every move near each city; it needs "
+                             "candidates=None (random candidates are drawn afresh every round)")
+
+    def apply(self, inputs, key, rows):
+        if self.focus is None:
+            return super().apply(inputs, key, rows)
+        tours = tf.cast(rows.take(inputs[0]), tf.int32)
+        self._require_distances(tours.shape[1])
+        tours, watched = self.improve_watched(tours, key, rows)
+
+        def body(s, t, w):
+            return (s + 1, *self.improve_watched(t, rng.fold_in(key, s), rows, w))
+
+        _, tours, _ = tf.while_loop(lambda s, *_: s < self.steps, body, (tf.constant(1), tours, watched))
+        return tf.cast(tours, inputs[0].dtype)
 
     def improve(self, tours, key, rows):
-        n = tours.shape[1]
+        return self.improve_watched(tours, key, rows)[0]
+
+    def improve_watched(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows,
+              watched: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+        """``improve``, and bool (B, n) by city: the cities the next round watches (those whose edges this
+        round changed, and those whose improving move waited). With ``watched`` (and ``focus``), this round
+        scores only the moves from ``focus`` watched cities."""
+        b, n = tours.shape
 
         def positions(i, j, side):  # side 0: new edge (t[i], t[j]) and the one after both; side 1: before both
             u, v = (i - side) % n, (j - side) % n
             return tf.minimum(u, v), tf.maximum(u, v)
 
         if self.candidates is None:
-            delta = self._every_change(tours)
+            at = None
+            if watched is not None:  # the positions of (up to) ``focus`` watched cities
+                on = tf.cast(tf.gather(watched, tours, batch_dims=1), tf.float32)
+                at = tf.math.top_k(on, k=min(self.focus, n), sorted=False).indices
+            delta = self._every_change(tours, at)
             best = self._best(delta)
-            p, q = positions(*self._split(best, tours, self._neighbour_count(), (2,)))
+            k = self._neighbour_count()
+            i = best // (2 * k) if at is None else tf.gather(at, best // (2 * k), batch_dims=1)
+            i, j, side = self._split((i * k + best // 2 % k) * 2 + best % 2, tours, k, (2,))
+            p, q = positions(i, j, side)
             delta = tf.gather(delta, best, batch_dims=1)
         else:
             p, q = positions(*self._draw(key, rows, tours, 2))
@@ -256,32 +295,48 @@ class TwoOpt(_LocalSearch):
             best = self._best(delta)
             p, q, delta = (tf.gather(x, best, batch_dims=1) for x in (p, q, delta))
         # a move overlaps another when they share an edge or a position
-        chosen = best_disjoint(delta < -self.tolerance,
-                               (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None]))
+        improving = delta < -self.tolerance
+        chosen = best_disjoint(improving, (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None]))
+        if self.focus is None:
+            watched = tf.ones_like(tours, tf.bool)
+        else:
+            ends = tf.concat([tf.stack([p, p + 1, q, q + 1], -1) % n, i[:, :, None]], -1)  # (B, moves, 5)
+            watch = tf.concat([tf.tile(chosen[:, :, None], [1, 1, 4]), (improving & ~chosen)[:, :, None]], -1)
+            cities = tf.gather(tours, tf.reshape(ends, (b, -1)), batch_dims=1)
+            watched = tf.reshape(tf.math.unsorted_segment_max(
+                tf.reshape(tf.cast(watch, tf.int32), (-1,)), tf.reshape(cities + n * tf.range(b)[:, None], (-1,)),
+                b * n), (b, n)) > 0
         # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
         p, q, chosen = tf.unstack(fusion.materialize(tf.stack([p, q, tf.cast(chosen, tf.int32)]), key))
-        return reverse_segments(tours, p, q, chosen > 0)
+        return reverse_segments(tours, p, q, chosen > 0), watched
 
-    def _every_change(self, tours: tf.Tensor) -> tf.Tensor:
-        """float32 (B, C): the length change of every move joining a city to one of its nearest, in
-        ``_draw``'s order (position, neighbour, side). As ``two_opt_delta`` but from shared parts: the
-        tour's edges are measured once per position and a move's new edges come from the city, its near
-        city and their tour neighbours, so about half the gathers."""
+    def _every_change(self, tours: tf.Tensor, at: tf.Tensor | None = None) -> tf.Tensor:
+        """float32 (B, C): the length change of every move joining the city at each of positions ``at``
+        (B, M; None: every position) to one of its nearest, in ``_draw``'s order (position, neighbour, side).
+        As ``two_opt_delta`` but from shared parts: the tour's edges are measured once per position and a
+        move's new edges come from the city, its near city and their tour neighbours, so about half the
+        gathers."""
         b, n = tours.shape
         dist = self._distance
-        after, before = tf.roll(tours, -1, axis=1), tf.roll(tours, 1, axis=1)  # t[i + 1], t[i - 1]
-        edge = dist(tours, after)  # (B, n): the edge from position i to i + 1
-        near, j = self._near(tours)  # (B, n, K): t[j] and j
-        joined = dist(tours[:, :, None], near)  # the new edge (t[i], t[j]) of either side
+        edge = dist(tours, tf.roll(tours, -1, axis=1))  # (B, n): the edge from position i to i + 1
+        at = tf.broadcast_to(tf.range(n)[None, :], (b, n)) if at is None else at
+
+        def near_at(offset):  # t[at + offset]
+            return tf.gather(tours, (at + offset) % n, batch_dims=1)
+
+        city, after, before = near_at(0), near_at(1), near_at(-1)
+        near, j = self._near(tours, city)  # (B, M, K): t[j] and j
+        joined = dist(city[:, :, None], near)  # the new edge (t[i], t[j]) of either side
         # side 0: edges (t[i], t[i+1]) and (t[j], t[j+1]) out; side 1: (t[i-1], t[i]) and (t[j-1], t[j])
         out = tf.gather(edge, tf.stack([j, (j - 1) % n], -1), batch_dims=1)
         ends = tf.gather(tours, tf.stack([(j + 1) % n, (j - 1) % n], -1), batch_dims=1)
         other = dist(tf.stack([after, before], -1)[:, :, None, :], ends)
-        delta = joined[..., None] + other - tf.stack([edge, tf.roll(edge, 1, axis=1)], -1)[:, :, None, :] - out
+        own = tf.gather(edge, tf.stack([at, (at - 1) % n], -1), batch_dims=1)  # (B, M, side)
+        delta = joined[..., None] + other - own[:, :, None, :] - out
         return tf.reshape(delta, (b, -1))
 
     def config(self):
-        return {**super().config(), "moves": self.moves}
+        return {**super().config(), "moves": self.moves, **({"focus": self.focus} if self.focus else {})}
 
 
 def or_opt_delta(distances: tf.Tensor, tours: tf.Tensor, i: tf.Tensor, length: tf.Tensor, j: tf.Tensor,
@@ -332,8 +387,12 @@ def swap_blocks(tours: tf.Tensor, lo: tf.Tensor, a: tf.Tensor, b: tf.Tensor, fli
 
 class OrOpt(_LocalSearch):
     """``steps`` rounds per call: score ``candidates`` random or-opt moves per tour (move 1 to
-    ``segment`` consecutive cities, kept or reversed, next to a near city; None: every such move) and
-    apply up to ``moves`` of the best improving ones, each unless a better improving one overlaps it.
+    ``segment`` consecutive cities next to a near city; None: every such move) and apply up to ``moves``
+    of the best improving ones, each unless a better improving one overlaps it. The segment is kept or
+    reversed so that the city drawn at its end becomes the near city's neighbour: the new edge the
+    neighbour list points to, as in classical neighbour-list or-opt. The other orientation makes an edge
+    the lists do not hold, so scoring it would double the work for moves that rarely help (a move that
+    joins the segment's other end to its own near city is scored from that end).
 
     A move is written the shorter of two ways, both the same tour: the segment forward past the cities
     up to its new neighbour, or those cities back past the segment. Either swaps two adjacent blocks, so
@@ -352,12 +411,13 @@ class OrOpt(_LocalSearch):
         if self.candidates is None:
             delta = self._every_change(tours)
             best = self._best(delta)
-            i, j, length, end, side, flip = self._split(best, tours, self._neighbour_count(), (self.segment, 2, 2, 2))
-            i, length, j = (i - end * length) % n, length + 1, (j - side) % n
+            i, j, length, end, side = self._split(best, tours, self._neighbour_count(), (self.segment, 2, 2))
+            i, length, j, flip = (i - end * length) % n, length + 1, (j - side) % n, end ^ side
         else:
-            # segment i .. i+length-1, or ending at i (end 1); placed after t[j] (side 0) or before it
-            i, j, length, end, side, flip = self._draw(key, rows, tours, self.segment, 2, 2, 2)
-            length = length + 1
+            # segment i .. i+length-1, or ending at i (end 1); placed after t[j] (side 0) or before it, turned
+            # so that t[i] and t[j] become neighbours
+            i, j, length, end, side = self._draw(key, rows, tours, self.segment, 2, 2)
+            length, flip = length + 1, end ^ side
             i = (i - end * (length - 1)) % n
             j = (j - side) % n
             delta = or_opt_delta(self.distances, tours, i, length, j, flip)
@@ -385,7 +445,7 @@ class OrOpt(_LocalSearch):
 
     def _every_change(self, tours: tf.Tensor) -> tf.Tensor:
         """float32 (B, C): the length change of every move near each city, in ``_draw``'s order (position,
-        neighbour, length, end, side, flip), +inf where the place touches the segment. As ``or_opt_delta``
+        neighbour, length, end, side), +inf where the place touches the segment. As ``or_opt_delta``
         but from parts that many moves share: the segment's removal depends on its position, length and
         end alone, the edge it goes into on the neighbour and side, so they are gathered once each, not
         once per move (about a quarter of the gathers)."""
@@ -404,12 +464,12 @@ class OrOpt(_LocalSearch):
         a, c = at(where), at(where + 1)  # the edge (a, c) it goes into: (B, n, K, side)
         a, c, ac = a[:, :, :, None, None, :], c[:, :, :, None, None, :], dist(a, c)[:, :, :, None, None, :]
         first, last = first[:, :, None, :, :, None], last[:, :, None, :, :, None]  # (B, n, 1, S, end, 1)
-        kept = dist(a, first) + dist(last, c)
-        flipped = dist(a, last) + dist(first, c)
-        delta = tf.stack([kept, flipped], -1) + (removal[:, :, None, :, :, None] - ac)[..., None]
+        kept = tf.equal(tf.range(2)[:, None], tf.range(2)[None, :])  # (end, side): t[i] joins its near city kept
+        delta = (dist(a, tf.where(kept, first, last)) + dist(tf.where(kept, last, first), c)
+                 + removal[:, :, None, :, :, None] - ac)
         place = (where[:, :, :, None, None, :] - start[None, :, None, :, :, None]) % n
         ok = (place >= tf.reshape(lengths, (1, 1, 1, s, 1, 1))) & (place <= n - 2)
-        return tf.reshape(tf.where(ok[..., None], delta, np.inf), (b, -1))
+        return tf.reshape(tf.where(ok, delta, np.inf), (b, -1))
 
     def config(self):
         return {**super().config(), "segment": self.segment, "moves": self.moves}

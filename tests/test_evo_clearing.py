@@ -1,0 +1,100 @@
+"""evo.selection.Clearing: mu + lambda on tours where a near copy of a better tour gives way, and
+evo.selection.tour_distances, the edge distance it clears by."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from course_lib import evo
+from course_lib.evo import rng
+from course_lib.evo.selection import Clearing, tour_distances
+from course_lib.lessons import applications as app
+
+
+def edge_set(tour):
+    return {frozenset(e) for e in zip(tour, np.roll(tour, -1))}
+
+
+def test_tour_distances_count_the_edges_one_tour_lacks():
+    tour = np.arange(12)
+    two_opt = np.concatenate([tour[:3], tour[3:8][::-1], tour[8:]])  # two edges out, two in
+    or_opt = np.concatenate([tour[:2], tour[4:9], tour[2:4], tour[9:]])  # three out, three in
+    same = np.roll(tour[::-1], 5)  # another start, the other way round
+    rows = np.stack([tour, two_opt, or_opt, same])
+    d = tour_distances(tf.constant(rows)).numpy()
+    assert d[0].tolist() == [0, 2, 3, 0]
+    random_tours = evo.population.permutations(6, 12, seed=2).numpy()
+    d = tour_distances(tf.constant(random_tours)).numpy()
+    expected = [[len(edge_set(a) - edge_set(b)) for b in random_tours] for a in random_tours]
+    np.testing.assert_array_equal(d, expected)
+    np.testing.assert_array_equal(d, d.T)
+
+
+def choose(selection, tours, lengths, n):
+    return sorted(selection.choose_with_state(tf.constant(lengths, tf.float32), -1.0, rng.key(0), n, None,
+                                              tf.zeros((0,)), genomes=tf.constant(tours))[0].numpy().tolist())
+
+
+def test_a_near_copy_of_a_better_tour_gives_way_to_a_far_worse_one():
+    best = np.arange(12)
+    near = np.concatenate([best[:3], best[3:8][::-1], best[8:]])  # 2 edges from the best
+    far = evo.population.permutations(1, 12, seed=5).numpy()[0]
+    tours, lengths = np.stack([best, near, far]), [1.0, 2.0, 9.0]
+    assert choose(Clearing(radius=3), tours, lengths, 2) == [0, 2]  # the near copy is cleared
+    assert choose(Clearing(radius=2), tours, lengths, 2) == [0, 1]  # 2 edges apart is not within radius 2
+    assert choose(evo.selection.Elitist(), tours, lengths, 2) == [0, 1]
+    # too few uncleared tours: near copies fill the rest; of two copies of one tour the earlier one stays
+    assert choose(Clearing(radius=3), tours, lengths, 3) == [0, 1, 2]
+    assert choose(Clearing(radius=1), np.stack([best, best, far]), [1.0, 1.0, 9.0], 2) == [0, 2]
+
+
+def test_clearing_needs_tours_and_a_whole_radius():
+    with pytest.raises(ValueError, match="radius must be a whole number >= 1"):
+        Clearing(radius=0)
+    with pytest.raises(ValueError, match="choose_with_state"):
+        Clearing().choose(tf.zeros(4), -1.0, rng.key(0), 2)
+    inputs = evo.Input(shape=(4,), dtype="float32")
+    model = evo.Model(inputs, evo.ops.GaussianMutation(stddev=0.1)(inputs))
+    model.compile(fitness=evo.fitness.Rastrigin(), selection=Clearing(), mode="graph")
+    with pytest.raises(ValueError, match="integer permutation genomes"):
+        model.evolve(evo.population.uniform((8, 4), -1, 1, seed=0), generations=1)
+
+
+def tsp_model(fitness, radius=3):
+    inputs = evo.Input(shape=(20,), dtype="int32")
+    model = evo.Model(inputs, evo.ops.InversionMutation(rate=1.0)(evo.ops.OrderCrossover()(inputs)))
+    model.compile(fitness=fitness, selection=Clearing(radius=radius), mode="xla", seed=4)
+    return model
+
+
+def test_clearing_runs_in_ask_tell_saves_and_loads(tmp_path):
+    xy = app.cities("random", 20, seed=2)
+    d = app.distance_matrix(xy)
+    start = app.tour_population(16, 20, seed=3)
+    expected = tsp_model(evo.fitness.TSP(coordinates=xy)).evolve(start, generations=6)
+    search = tsp_model(evo.fitness.External(maximize=False)).ask_tell(start)
+    while search.generation < 6:
+        search.tell(app.tour_length(search.ask(), d).astype(np.float32))
+    got = search.result()
+    np.testing.assert_array_equal(got.population, expected.population)
+    assert got.best_fitness == pytest.approx(expected.best_fitness, rel=1e-6)  # lengths summed in NumPy
+    path = tmp_path / "clearing.npz"
+    evo.save_model(tsp_model(evo.fitness.TSP(coordinates=xy), radius=5), path)
+    loaded = evo.load_model(path)
+    assert isinstance(loaded.selection, Clearing) and loaded.selection.radius == 5
+    np.testing.assert_array_equal(loaded.evolve(start, generations=6).population,
+                                  tsp_model(evo.fitness.TSP(coordinates=xy), radius=5).evolve(start, generations=6).population)
+
+
+def test_the_memetic_ga_keeps_its_tours_apart():
+    xy = app.cities("random", 60, seed=8)
+    d = app.distance_matrix(xy)
+    start = app.tour_population(16, 60, seed=1, include=app.nearest_neighbour_tours(d, 8, seed=1))
+    near = {}
+    for name, selection in (("clearing", None), ("one per length", evo.selection.Elitist(eliminate_duplicates=True))):
+        result = app.memetic_model(xy, mode="xla", seed=1, selection=selection).evolve(start, generations=40)
+        assert all(app.is_tour(t, 60) for t in result.population)
+        apart = tour_distances(tf.constant(result.population)).numpy()[~np.eye(16, dtype=bool)]
+        near[name] = int((apart < 6).sum())  # ordered pairs of survivors fewer than 6 edges apart
+    # clearing (the default, radius 6) leaves near copies only where too few tours are far apart
+    assert near["clearing"] < 0.1 * 16 * 15 < near["one per length"]
