@@ -160,7 +160,8 @@ def test_focused_two_opt_watches_every_city_whose_edges_changed_and_focused_on_a
     everywhere = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6, focus=N)(start, seed=1)
     unfocused = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6)(start, seed=1)
     np.testing.assert_array_equal(everywhere.numpy(), unfocused.numpy())
-    narrow = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6, focus=8)(start, seed=1).numpy()
+    narrow = attached(fitness, "TwoOpt", steps=6, candidates=None, neighbours=5, moves=6, focus=8)(start, seed=1)
+    narrow = narrow.numpy()
     assert all(app.is_tour(t, N) for t in narrow)
     assert (app.tour_length(narrow, d) < app.tour_length(start, d) - 1e-3).all()
     assert op.config()["focus"] == 12

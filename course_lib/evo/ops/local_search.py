@@ -277,6 +277,7 @@ class TwoOpt(_LocalSearch):
             u, v = (i - side) % n, (j - side) % n
             return tf.minimum(u, v), tf.maximum(u, v)
 
+        origin = None  # the position each exhaustively scored move was scored from
         if self.candidates is None:
             at = None
             if watched is not None:  # the positions of (up to) ``focus`` watched cities
@@ -285,9 +286,8 @@ class TwoOpt(_LocalSearch):
             delta = self._every_change(tours, at)
             best = self._best(delta)
             k = self._neighbour_count()
-            i = best // (2 * k) if at is None else tf.gather(at, best // (2 * k), batch_dims=1)
-            i, j, side = self._split((i * k + best // 2 % k) * 2 + best % 2, tours, k, (2,))
-            p, q = positions(i, j, side)
+            origin = best // (2 * k) if at is None else tf.gather(at, best // (2 * k), batch_dims=1)
+            p, q = positions(*self._split((origin * k + best // 2 % k) * 2 + best % 2, tours, k, (2,)))
             delta = tf.gather(delta, best, batch_dims=1)
         else:
             p, q = positions(*self._draw(key, rows, tours, 2))
@@ -300,7 +300,7 @@ class TwoOpt(_LocalSearch):
         if self.focus is None:
             watched = tf.ones_like(tours, tf.bool)
         else:
-            ends = tf.concat([tf.stack([p, p + 1, q, q + 1], -1) % n, i[:, :, None]], -1)  # (B, moves, 5)
+            ends = tf.concat([tf.stack([p, p + 1, q, q + 1], -1) % n, cast(tf.Tensor, origin)[:, :, None]], -1)
             watch = tf.concat([tf.tile(chosen[:, :, None], [1, 1, 4]), (improving & ~chosen)[:, :, None]], -1)
             cities = tf.gather(tours, tf.reshape(ends, (b, -1)), batch_dims=1)
             watched = tf.reshape(tf.math.unsorted_segment_max(
