@@ -182,7 +182,8 @@ class Elitist(Selection):
 def tour_distances(tours: tf.Tensor) -> tf.Tensor:
     """int32 (P, P): how many edges of tour a (row of ``tours``, a permutation of 0..L-1) tour b does not
     hold, either way round; 0 for the same tour, whatever its start and direction. Each tour becomes its
-    cities' successors and predecessors, compared pairwise: O(P² L)."""
+    cities' successors and predecessors, compared pairwise: O(P² L). Its own scatter, not
+    ``ops.permutation.place``: the engine imports no op module before an op is asked for."""
     tours = tf.cast(tours, tf.int32)
     p, n = tours.shape
     rows = tf.broadcast_to(tf.range(p)[:, None], (p, n))

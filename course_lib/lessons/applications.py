@@ -92,9 +92,8 @@ def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=No
     does not simply undo: iterated local search inside a GA), then ``memetic_ops`` (options
     ``local_search``); by default elitist selection with clearing (``evo.selection.Clearing(radius=6)``):
     a tour that differs from a better one in fewer than 6 edges gives way to the tours that do not, so a
-    population of 32,
-    whose children the local search sends to neighbouring local optima, keeps 32 different tours to
-    recombine instead of filling with near copies of its best."""
+    population of 32, whose children the local search sends to neighbouring local optima, keeps 32
+    different tours to recombine instead of filling with near copies of its best."""
     return tsp_model(coordinates, mode=mode, seed=seed,
                      selection=selection or evo.selection.Clearing(radius=6),
                      crossover="shared edges", mutation="double bridge", mutation_rate=1.0,

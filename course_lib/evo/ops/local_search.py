@@ -214,12 +214,15 @@ class _LocalSearch(DistanceOp):
     def apply(self, inputs, key, rows):
         tours = tf.cast(rows.take(inputs[0]), tf.int32)
         self._require_distances(tours.shape[1])
+        return tf.cast(self.rounds(tours, key, rows), inputs[0].dtype)
 
+    def rounds(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows) -> tf.Tensor:
+        """``steps`` rounds of ``improve`` on int32 tours, each keyed by its number."""
         def body(s, t):
             return s + 1, self.improve(t, rng.fold_in(key, s), rows)
 
         _, tours = tf.while_loop(lambda s, _: s < self.steps, body, (tf.constant(0), tours))
-        return tf.cast(tours, inputs[0].dtype)
+        return tours
 
     def config(self):
         return {"steps": self.steps, "candidates": self.candidates, "neighbours": self.neighbours}
@@ -250,27 +253,26 @@ class TwoOpt(_LocalSearch):
             raise ValueError("TwoOpt: focus= narrows the rounds that score every move near each city; it needs "
                              "candidates=None (random candidates are drawn afresh every round)")
 
-    def apply(self, inputs, key, rows):
+    def rounds(self, tours, key, rows):
+        """With ``focus``: the first round on every city, then the others on the cities each round watches."""
         if self.focus is None:
-            return super().apply(inputs, key, rows)
-        tours = tf.cast(rows.take(inputs[0]), tf.int32)
-        self._require_distances(tours.shape[1])
+            return super().rounds(tours, key, rows)
         tours, watched = self.improve_watched(tours, key, rows)
 
         def body(s, t, w):
             return (s + 1, *self.improve_watched(t, rng.fold_in(key, s), rows, w))
 
         _, tours, _ = tf.while_loop(lambda s, *_: s < self.steps, body, (tf.constant(1), tours, watched))
-        return tf.cast(tours, inputs[0].dtype)
+        return tours
 
     def improve(self, tours, key, rows):
         return self.improve_watched(tours, key, rows)[0]
 
     def improve_watched(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows,
-              watched: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
-        """``improve``, and bool (B, n) by city: the cities the next round watches (those whose edges this
-        round changed, and those whose improving move waited). With ``watched`` (and ``focus``), this round
-        scores only the moves from ``focus`` watched cities."""
+                        watched: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor | None]:
+        """``improve``, and with ``focus`` bool (B, n) by city: the cities the next round watches (those whose
+        edges this round changed, and those whose improving move waited; None without ``focus``). With
+        ``watched`` (and ``focus``), this round scores only the moves from ``focus`` watched cities."""
         b, n = tours.shape
 
         def positions(i, j, side):  # side 0: new edge (t[i], t[j]) and the one after both; side 1: before both
@@ -297,9 +299,8 @@ class TwoOpt(_LocalSearch):
         # a move overlaps another when they share an edge or a position
         improving = delta < -self.tolerance
         chosen = best_disjoint(improving, (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None]))
-        if self.focus is None:
-            watched = tf.ones_like(tours, tf.bool)
-        else:
+        watched = None
+        if self.focus is not None:
             ends = tf.concat([tf.stack([p, p + 1, q, q + 1], -1) % n, cast(tf.Tensor, origin)[:, :, None]], -1)
             watch = tf.concat([tf.tile(chosen[:, :, None], [1, 1, 4]), (improving & ~chosen)[:, :, None]], -1)
             cities = tf.gather(tours, tf.reshape(ends, (b, -1)), batch_dims=1)
