@@ -304,3 +304,23 @@ def test_subtour_crossover_moves_a_run_of_the_mate_into_the_parent():
     np.testing.assert_array_equal(evo.ops.SubtourCrossover(probability=0.0)(tours, mates, seed=5).numpy(), tours)
     with pytest.raises(ValueError, match="segment must be a whole number >= 1 or None"):
         evo.ops.SubtourCrossover(segment=0)
+
+
+@pytest.mark.parametrize("kind, edit, match", [
+    ("TwoOpt", {"steps": 0}, "steps"),
+    ("TwoOpt", {"moves": 64}, "moves .* cannot exceed candidates"),
+    ("TwoOpt", {"focus": 8}, "focus= .* needs candidates=None"),
+    ("OrOpt", {"segment": 0}, "segment"),
+    ("OrOpt", {"candidates": None, "neighbours": None}, "needs neighbours="),
+])
+def test_a_parameter_set_after_compile_is_checked_before_the_run(problem, kind, edit, match):
+    xy, _, fitness = problem
+    op = getattr(evo.ops, kind)(steps=2, candidates=16)
+    genome = evo.Input(shape=(N,), dtype="int32")
+    model = evo.Model(genome, op(genome))
+    model.compile(fitness=fitness, selection=evo.selection.Tournament(size=2), mode="graph", seed=0)
+    model.evolve(evo.population.permutations(8, N, seed=1), generations=1)
+    for name, value in edit.items():
+        setattr(op, name, value)
+    with pytest.raises(ValueError, match=match):
+        model.evolve(evo.population.permutations(8, N, seed=1), generations=1)

@@ -144,21 +144,26 @@ class _LocalSearch(DistanceOp):
 
     def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
         super().__init__(name)
+        self.steps, self.candidates, self.neighbours = steps, candidates, neighbours
+
+    def validate(self) -> None:
+        """Check the parameters as they are now: called at construction and by ``check`` before every run,
+        so that a value set in place after ``compile`` is checked too, never silently taken."""
         kind = type(self).__name__
-        self.steps = whole("steps", steps, 1, kind)
-        self.candidates = None if candidates is None else whole("candidates", candidates, 1, kind)
-        self.neighbours = None if neighbours is None else whole("neighbours", neighbours, 1, kind)
+        self.steps = whole("steps", self.steps, 1, kind)
+        self.candidates = None if self.candidates is None else whole("candidates", self.candidates, 1, kind)
+        self.neighbours = None if self.neighbours is None else whole("neighbours", self.neighbours, 1, kind)
         if self.candidates is None and self.neighbours is None:
             raise ValueError(f"{kind}: candidates=None scores every move near each city, so it needs "
                              "neighbours= (e.g. 8); without neighbour lists give a number of random candidates")
-
-    def _moves(self, moves: int) -> int:
-        """``moves`` checked: a whole number >= 1, no more than the candidates it is chosen among."""
-        moves = whole("moves", moves, 1, type(self).__name__)
-        if self.candidates is not None and moves > self.candidates:
-            raise ValueError(f"{type(self).__name__}: moves ({moves}) cannot exceed candidates ({self.candidates}); "
+        self.moves = whole("moves", self.moves, 1, kind)
+        if self.candidates is not None and self.moves > self.candidates:
+            raise ValueError(f"{kind}: moves ({self.moves}) cannot exceed candidates ({self.candidates}); "
                              "it applies the best non-overlapping moves among the candidates")
-        return moves
+
+    def check(self, *specs):
+        self.validate()
+        return super().check(*specs)
 
     def _neighbour_count(self) -> int:
         """How many nearest cities each city's list holds (set by attach: candidates=None requires neighbours)."""
@@ -247,8 +252,12 @@ class TwoOpt(_LocalSearch):
     def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
                  focus: int | None = None, name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
-        self.moves = self._moves(moves)
-        self.focus = None if focus is None else whole("focus", focus, 1, "TwoOpt")
+        self.moves, self.focus = moves, focus
+        self.validate()
+
+    def validate(self) -> None:
+        super().validate()
+        self.focus = None if self.focus is None else whole("focus", self.focus, 1, "TwoOpt")
         if self.focus is not None and self.candidates is not None:
             raise ValueError("TwoOpt: focus= narrows the rounds that score every move near each city; it needs "
                              "candidates=None (random candidates are drawn afresh every round)")
@@ -402,8 +411,12 @@ class OrOpt(_LocalSearch):
     def __init__(self, steps: int = 8, candidates: int = 32, segment: int = 3, neighbours: int | None = 8,
                  moves: int = 1, name: str | None = None):
         super().__init__(steps, candidates, neighbours, name)
-        self.segment = whole("segment", segment, 1, type(self).__name__)
-        self.moves = self._moves(moves)
+        self.segment, self.moves = segment, moves
+        self.validate()
+
+    def validate(self) -> None:
+        super().validate()
+        self.segment = whole("segment", self.segment, 1, type(self).__name__)
 
     def improve(self, tours, key, rows):
         n = tours.shape[1]
