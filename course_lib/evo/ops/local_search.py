@@ -140,11 +140,10 @@ class _LocalSearch(DistanceOp):
     on the tours the round before left, so the loop is essential, and its trip count is static, so
     XLA:GPU runs it on the device without reading a condition back to the host."""
 
-    moves: int  # how many non-overlapping improving moves a round applies (set by each search)
-
-    def __init__(self, steps: int, candidates: int, neighbours: int | None, name: str | None):
+    def __init__(self, steps: int, candidates: int, moves: int, neighbours: int | None, name: str | None):
         super().__init__(name)
-        self.steps, self.candidates, self.neighbours = steps, candidates, neighbours
+        # moves: how many non-overlapping improving moves a round applies
+        self.steps, self.candidates, self.moves, self.neighbours = steps, candidates, moves, neighbours
 
     def validate(self) -> None:
         """Check the parameters as they are now: called at construction and by ``check`` before every run,
@@ -251,8 +250,8 @@ class TwoOpt(_LocalSearch):
 
     def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
                  focus: int | None = None, name: str | None = None):
-        super().__init__(steps, candidates, neighbours, name)
-        self.moves, self.focus = moves, focus
+        super().__init__(steps, candidates, moves, neighbours, name)
+        self.focus = focus
         self.validate()
 
     def validate(self) -> None:
@@ -410,8 +409,8 @@ class OrOpt(_LocalSearch):
 
     def __init__(self, steps: int = 8, candidates: int = 32, segment: int = 3, neighbours: int | None = 8,
                  moves: int = 1, name: str | None = None):
-        super().__init__(steps, candidates, neighbours, name)
-        self.segment, self.moves = segment, moves
+        super().__init__(steps, candidates, moves, neighbours, name)
+        self.segment = segment
         self.validate()
 
     def validate(self) -> None:
