@@ -12,10 +12,12 @@ A verdict ("faster", "slower", "no measurable difference") is called the same wa
 interval, and the A/A pair's interval gives the noise floor of this machine at this moment. A pair of two
 other variants is judged on its own floor, the larger of the two variants' own (each against itself in
 adjacent rounds), not on the baseline's. A difference is called only when the ratio's whole interval lies
-outside the floor, and "no measurable difference" only when it lies within ``MIN_FLOOR`` (1.05x) of 1, the
-least floor: a wide floor can hide a difference that a quieter re-run calls, so it never rules one out. Any
-other interval, still so after more rounds (as many as a few seconds buy), is "too close to call"; a re-run
-can move such a ratio to either side, and then it contradicts neither of the other two verdicts. Fewer than
+outside the floor, and "no measurable difference" only when it holds 1 and lies within ``MIN_FLOOR`` (1.05x)
+of 1, the least floor: a wide floor can hide a difference that a quieter re-run calls, so it never rules one
+out. An interval within that least floor that excludes 1 measured a difference too small to call
+(``TOO_SMALL``): the words say a difference was measured, not that there was none. Any other interval,
+still so after more rounds (as many as a few seconds buy), is "too close to call"; a re-run can move such a
+ratio to either side, and then it contradicts neither of the other two verdicts. Fewer than
 ``MIN_ROUNDS`` rounds give no interval and no verdict. Adding rounds while a ratio is unsettled is repeated
 looking, so each look's interval is widened (``looks``) to keep the 95% for the look the rounds stop at.
 Every table and sentence writes a ratio and its interval one way: "1.17x slower (95% interval 1.07–1.34x)".
@@ -162,7 +164,8 @@ BOOTSTRAP_SAMPLES = 2000  # resamples of the rounds; enough for a stable 2.5th a
 BOOTSTRAP_SEED = 0       # fixed, so the same timings always give the same interval and verdict
 MIN_FLOOR = 1.05         # the smallest noise floor: a difference under 5% is never called, because two runs
                          # of a lecture on a shared machine drift by that much even when each run's A/A is tight;
-                         # and only an interval within it of 1 is "no measurable difference"
+                         # an interval within it of 1 is "no measurable difference" where it holds 1, and
+                         # "too small to call" where it does not
 MIN_ROUNDS = 5           # fewer rounds give no interval and no verdict: a bootstrap of a median over 3 rounds has
                          # 10 distinct resamples, and the point estimate sits on its own interval's edge
 TWIN = "A/A"             # the name of the baseline's second copy, timed in the same rounds
@@ -172,6 +175,8 @@ SETTLE_S = 10.0          # while its rounds so far took under this many seconds 
 MOST_ROUNDS = LOOK_BLOCKS[-1]  # cheap ones can afford more), up to this many blocks
 TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after the extra rounds
 TOO_FEW = "too few rounds"       # the verdict of a pair with fewer than MIN_ROUNDS rounds: not judged at all
+TOO_SMALL = "too small to call"  # the verdict of an interval within MIN_FLOOR of 1 that excludes 1
+NEGLIGIBLE = ("no difference", TOO_SMALL)  # the settled verdicts that call no difference worth the name
 
 
 def looks(repeats: int) -> int:
@@ -315,7 +320,8 @@ class Comparison:
 
     def call(self, name: str, over: str | None = None) -> str:
         """The verdict in words: "faster" or "slower" (the whole interval outside the pair's noise floor), "no
-        difference" (the whole interval within ``MIN_FLOOR`` of 1), "too close to call" (not ``settled``,
+        difference" (the whole interval within ``MIN_FLOOR`` of 1, holding 1), "too small to call" (within
+        ``MIN_FLOOR`` of 1 but excluding 1: measured, and too small to call), "too close to call" (not ``settled``,
         so a re-run may fall on either side) or "too few rounds" (fewer than ``MIN_ROUNDS``: not judged)."""
         if not self.enough_rounds(name, over):
             return TOO_FEW
@@ -324,14 +330,33 @@ class Comparison:
     def judged(self, name: str, over: str | None = None) -> str:
         """The ratio with its interval in the one notation of every table and sentence, led by its verdict
         where it is not called: "1.92x faster (95% interval 1.85–1.99x)", "1.17x slower (95% interval
-        1.07–1.34x)", "no measurable difference, 1.02x (95% interval 0.97–1.03x)", "too close to call, 1.06x
-        (95% interval 1.02–1.11x)" or "too few rounds to judge (3; at least 5 needed)". What a helper lists as
-        a gain: a ratio the verdict did not call never appears bare."""
+        1.07–1.34x)", "no measurable difference, 1.02x (95% interval 0.97–1.03x)", "a difference too small to
+        call, 1.04x (95% interval 1.03–1.05x)", "too close to call, 1.06x (95% interval 1.02–1.11x)" or "too
+        few rounds to judge (3; at least 5 needed)". What a helper lists as a gain: a ratio the verdict did not
+        call never appears bare."""
         call = self.call(name, over)
         if call == TOO_FEW:
             return self._too_few(name, over)
         text = self.ratio_with_interval(name, over)
-        return {"no difference": f"no measurable difference, {text}", TOO_CLOSE: f"{TOO_CLOSE}, {text}"}.get(call, text)
+        return {"no difference": f"no measurable difference, {text}", TOO_SMALL: f"a difference {TOO_SMALL}, {text}",
+                TOO_CLOSE: f"{TOO_CLOSE}, {text}"}.get(call, text)
+
+    def uncalled(self, name: str, over: str | None = None) -> str:
+        """What a pair whose difference was not called shows, in words that match its interval: "no measurable
+        difference" (the interval holds 1, within the least floor), "a measured difference too small to call"
+        (within the least floor, clear of 1), "a measured difference too close to the noise floor to call"
+        (clear of 1, not of the floor), "too close to call either way" (holding 1, reaching past the least
+        floor) or "too few rounds to judge". For a called pair, its direction ("faster", "slower")."""
+        call = self.call(name, over)
+        if call in ("faster", "slower", "no difference"):
+            return "no measurable difference" if call == "no difference" else call
+        if call == TOO_FEW:
+            return f"{TOO_FEW} to judge"
+        if call == TOO_SMALL:
+            return f"a measured difference {TOO_SMALL}"
+        lo, hi = self.interval(name, over)
+        return ("too close to call either way" if lo <= 1 <= hi
+                else "a measured difference too close to the noise floor to call")
 
     def ratio_with_interval(self, name: str, over: str | None = None) -> str:
         """The ratio and its interval in one notation, the interval oriented like the number it qualifies:
@@ -361,19 +386,20 @@ class Comparison:
 
         "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x; noise floor 1.05x)", "... 3.1x
         slower than ...", "cache against naive: no measurable difference, 1.02x (95% interval 0.97–1.03x),
-        within the least noise floor of 1.05x", "cache against naive: too close to call, 1.06x (95% interval
-        1.02–1.11x), reaching across the noise floor of 1.05x", or "cache against naive: too few rounds to
-        judge (3; at least 5 needed)". A pair without the baseline names its own floor ("this pair's noise
-        floor"). ``lectures.verdicts_in`` reads them back.
+        within the least noise floor of 1.05x", "cache against naive: a difference too small to call, 1.04x
+        (95% interval 1.03–1.05x), within the least noise floor of 1.05x", "cache against naive: too close to
+        call, 1.06x (95% interval 1.02–1.11x), reaching across the noise floor of 1.05x", or "cache against
+        naive: too few rounds to judge (3; at least 5 needed)". A pair without the baseline names its own floor
+        ("this pair's noise floor"). ``lectures.verdicts_in`` reads them back.
         """
         over = over or self.baseline
         call = self.call(name, over)
         if call == TOO_FEW:
             return f"{name} against {over}: {self._too_few(name, over)}"
         text = self.ratio_with_interval(name, over)
-        if call == "no difference":
-            return (f"{name} against {over}: no measurable difference, {text}, within the least noise floor of "
-                    f"{_factor(MIN_FLOOR)}x")
+        if call in NEGLIGIBLE:
+            words = "no measurable difference" if call == "no difference" else f"a difference {TOO_SMALL}"
+            return f"{name} against {over}: {words}, {text}, within the least noise floor of {_factor(MIN_FLOOR)}x"
         floor_words = self._floor_words(name, over)
         if call == TOO_CLOSE:
             lo, hi = self.interval(name, over)
@@ -481,7 +507,9 @@ def _judge(lo: float, hi: float, floor: float) -> str:
         return "faster"
     if hi < 1 / floor:
         return "slower"
-    return "no difference" if 1 / MIN_FLOOR <= lo <= hi <= MIN_FLOOR else TOO_CLOSE
+    if not 1 / MIN_FLOOR <= lo <= hi <= MIN_FLOOR:
+        return TOO_CLOSE
+    return "no difference" if lo <= 1 <= hi else TOO_SMALL
 
 
 def _factor(x: float) -> str:

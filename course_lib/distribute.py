@@ -224,8 +224,9 @@ def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> ben
                    "which the towers together pay once")
     ratio = comparison.speedup(towers_n, over="towers, one device")
     call = comparison.call(towers_n, "towers, one device")
-    if call == "no difference":
-        out.append("splitting the towers changed nothing measurable here")
+    if call in bench.NEGLIGIBLE:
+        out.append("splitting the towers changed nothing measurable here" if call == "no difference" else
+                   f"splitting the towers made a difference {bench.TOO_SMALL} here")
     elif call in (bench.TOO_CLOSE, bench.TOO_FEW):
         out.append("whether splitting the towers changed anything, this run cannot say")
     elif ratio > 1:

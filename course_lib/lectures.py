@@ -26,6 +26,8 @@ from typing import Any, Mapping, Sequence
 
 import nbformat
 
+from course_lib import bench
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SOLUTIONS = ROOT / "solutions"
@@ -230,15 +232,13 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
 def _machine_quietly(log: Path) -> dict:
     """``bench.machine()``, with the C++ log of TensorFlow's import in this process sent to ``log``,
     not the terminal."""
-    from course_lib.bench import machine
-
     log.parent.mkdir(parents=True, exist_ok=True)
     terminal = os.dup(2)
     try:
         with open(log, "ab") as fh:
             os.dup2(fh.fileno(), 2)
             try:
-                return machine()
+                return bench.machine()
             finally:
                 os.dup2(terminal, 2)
     finally:
@@ -283,8 +283,6 @@ def inline_code(text: str) -> str:
 
 def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
     """One page: each lecture's key results and figure, the machine, links to HTML renderings of the notebooks."""
-    from course_lib.bench import machine_summary
-
     info = _machine_quietly(output_dir / "logs" / "runner.log")
     sections = []
     for o in outcomes:
@@ -303,7 +301,7 @@ def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px}} img{{max-width:100%}} section{{margin-bottom:2em}}</style></head>
 <body><h1>TensorFlow performance course: measured on this machine</h1>
-<p><b>Machine:</b> {html.escape(machine_summary(info))}; CPU features: {html.escape(flags)};
+<p><b>Machine:</b> {html.escape(bench.machine_summary(info))}; CPU features: {html.escape(flags)};
 devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strftime("%Y-%m-%d %H:%M")}</p>
 {"".join(sections)}
 </body></html>
@@ -320,14 +318,16 @@ devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strf
 # difference, 1.02x (95% interval ...", "A against B: too few rounds to judge (3; ..."
 _CALLED = re.compile(r"(?P<subject>[^\n]*?): [\d.,]+x (?P<call>faster|slower) than (?P<over>[^\n]*?) \(95% interval")
 _NOT_CALLED = re.compile(r"(?P<subject>[^\n]*?) against (?P<over>[^\n:]*?): "
-                         r"(?P<call>no measurable difference|too close to call|too few rounds)(?:, | to judge \(| \()")
+                         r"(?P<call>no measurable difference|a difference too small to call|too close to call|"
+                         r"too few rounds)(?:, | to judge \(| \()")
 # a row of Comparison's HTML table, whose last column is the call against the baseline
 _ROW = re.compile(r"<tr><td>(?P<name>[^<]*)</td>(?:<td>(?:<b>)?[^<]*(?:</b>)?</td>){4,5}"
-                  r"<td>(?P<call>faster|slower|no difference|too close to call|too few rounds)</td></tr>")
+                  r"<td>(?P<call>faster|slower|no difference|too small to call|too close to call|"
+                  r"too few rounds)</td></tr>")
 _CAPTION = re.compile(r"<caption>(?P<caption>[^<]*)</caption>")
 # a measured figure inside the words before a verdict ("took 59.6 ms against the chain's 60.2 ms"): it changes
 # from run to run, while what the sentence judges does not
-_FIGURE = re.compile(r"\d[\d.,]*(?:\s?(?:ms|µs|us|ns|s|%)|x)(?!\w)")
+_FIGURE = re.compile(r"\d[\d.,]*(?:\s?(?:ms|µs|us|ns|s|%|[kMGT]?B/s|GFLOP/s)|x)(?!\w)")
 
 
 def _judged(m: re.Match) -> str:
@@ -339,8 +339,8 @@ def _judged(m: re.Match) -> str:
 
 def _verdicts_in_text(text: str) -> dict[str, str]:
     found = {_judged(m): m["call"] for m in _CALLED.finditer(text)}
-    found.update({_judged(m): m["call"].replace("no measurable difference", "no difference")
-                  for m in _NOT_CALLED.finditer(text)})
+    words = {"no measurable difference": "no difference", "a difference too small to call": bench.TOO_SMALL}
+    found.update({_judged(m): words.get(m["call"], m["call"]) for m in _NOT_CALLED.finditer(text)})
     return found
 
 
@@ -387,9 +387,11 @@ class VerdictChange:
     @property
     def contradicts(self) -> bool:
         """Whether the second run says what the first ruled out: a difference called in one run and "no
-        difference" (or the other direction) in the other. A move to or from "too close to call", which
-        says a re-run may fall either way, or a verdict one run did not render, contradicts nothing."""
-        return {self.first, self.second} <= {"faster", "slower", "no difference"}
+        difference" or "too small to call" (or the other direction) in the other. A move between those two
+        (both say the difference is under the least floor), to or from "too close to call", which says a re-run
+        may fall either way, or a verdict one run did not render, contradicts nothing."""
+        pair = {self.first, self.second}
+        return pair <= {"faster", "slower", *bench.NEGLIGIBLE} and pair != set(bench.NEGLIGIBLE)
 
     def __str__(self) -> str:
         return (f"{self.notebook} cell {self.cell}: {self.judged}: "
@@ -411,8 +413,8 @@ _NUMBER = re.compile(r"[-+−]?\d[\d,.]*(?:e[-+]?\d+)?")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_(\"'])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # a sentence that says the run could not tell: whatever a re-run finds, it contradicts nothing
-_HEDGE = re.compile(r"too close to call|too few rounds|cannot (?:tell|say)|could not (?:tell|say|measure)|"
-                    r"cannot be told apart|could measure", re.IGNORECASE)
+_HEDGE = re.compile(r"too close to call|too few rounds|too small to call|no measurable|cannot (?:tell|say)|"
+                    r"could not (?:tell|say|measure)|cannot be told apart|could (?:measure|call)", re.IGNORECASE)
 
 
 def _sentences(text: str) -> list[str]:

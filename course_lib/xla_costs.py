@@ -64,9 +64,10 @@ def loop_text(loops: bench.Comparison, *, kernels: int) -> str:
                    f"{chain_ms - one_ms:.1f} ms per call.")
     elif arithmetic == "faster":
         out.append("A loop that does more work ran faster here, so this run cannot tell what the arithmetic costs.")
-    elif arithmetic == "no difference":
-        out.append(f"So the {kernels - 1} extra operations per element add no measurable time: the loop's time is "
-                   "set by something other than its arithmetic.")
+    elif arithmetic in bench.NEGLIGIBLE:
+        added = "no measurable time" if arithmetic == "no difference" else f"time {bench.TOO_SMALL}"
+        out.append(f"So the {kernels - 1} extra operations per element add {added}: the loop's time is set by "
+                   "something other than its arithmetic.")
     else:
         out.append("This run cannot tell whether the extra operations add time.")
     out.append(f"The same one operation as a graph kernel took {graph_ms:.1f} ms: XLA's loop moved {rate:.1f} GB/s, "
@@ -74,11 +75,11 @@ def loop_text(loops: bench.Comparison, *, kernels: int) -> str:
     if memory == "slower":
         out.append("XLA's loop moves data more slowly than TensorFlow's kernel does over the same bytes, so memory "
                    "bandwidth is not what limits it; this run does not show what does.")
-    elif memory in ("faster", "no difference") and arithmetic in ("no difference", bench.TOO_CLOSE):
+    elif memory in ("faster", *bench.NEGLIGIBLE) and arithmetic in (*bench.NEGLIGIBLE, bench.TOO_CLOSE):
         out.append(f"XLA's loop reads and writes memory at least as fast as TensorFlow's kernel, and its arithmetic "
                    f"adds no time this run can call: the fused loop costs about one pass over memory, "
                    f"{rate:.1f} GB/s here.")
-    elif memory in ("faster", "no difference"):
+    elif memory in ("faster", *bench.NEGLIGIBLE):
         out.append("XLA's loop reads and writes memory at least as fast as TensorFlow's kernel.")
     else:
         out.append("This run cannot tell whether XLA's loop moves data more slowly than the graph's kernel.")

@@ -168,11 +168,33 @@ def test_no_difference_is_said_only_when_the_whole_interval_lies_within_the_leas
     assert c.verdict("b").endswith("x), within the least noise floor of 1.05x")
     assert [row[-1] for row in c.rows()] == ["baseline", "no difference"]
     assert c.to_dict()["variants"][1]["verdict"] == "no difference"
-    # 2.5% apart, timed precisely: clear of 1, but under the least difference ever called, which is no difference
+    assert c.uncalled("b") == "no measurable difference"
+    # 2.5% apart, timed precisely: clear of 1, but under the least difference ever called. A difference was
+    # measured, so the words say so: settled, too small to call, never "no measurable difference"
     small = _comparison({"a": _rounds(1.0, 0.002), "b": _rounds(1 / 1.025, 0.002, seed=1)},
                         twin=_rounds(1.0, 0.002, seed=2))
     lo, hi = small.interval("b")
-    assert 1 < lo <= hi < bench.MIN_FLOOR and small.call("b") == "no difference"
+    assert 1 < lo <= hi < bench.MIN_FLOOR and small.call("b") == bench.TOO_SMALL
+    assert small.settled("b") and not small.apart("b")
+    assert small.verdict("b").startswith("b against a: a difference too small to call, 1.02x (95% interval ")
+    assert small.judged("b").startswith("a difference too small to call, ")
+    assert "no measurable" not in small.verdict("b") + small.judged("b")
+    assert [row[-1] for row in small.rows()] == ["baseline", bench.TOO_SMALL]
+    assert small.uncalled("b") == "a measured difference too small to call"
+
+
+def test_an_uncalled_pair_is_worded_by_where_its_interval_lies():
+    noisy_twin = [t * f for t, f in zip(_rounds(1.0, 0.005), [0.7, 1.4] * 8)]
+    clear_of_one = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(1 / 1.1, 0.005, seed=1)}, twin=noisy_twin)
+    assert clear_of_one.call("b") == bench.TOO_CLOSE and clear_of_one.interval("b")[0] > 1
+    assert clear_of_one.uncalled("b") == "a measured difference too close to the noise floor to call"
+    mixed = _comparison({"a": _rounds(1.0, 0.005), "b": [t * f for t, f in zip(_rounds(1.0, 0.005), [0.8, 1.25] * 8)]},
+                        twin=_rounds(1.0, 0.005, seed=2))
+    lo, hi = mixed.interval("b")
+    assert mixed.call("b") == bench.TOO_CLOSE and lo < 1 < hi
+    assert mixed.uncalled("b") == "too close to call either way"
+    fast = _comparison({"a": _rounds(1.0, 0.005), "b": _rounds(0.5, 0.005, seed=1)}, twin=_rounds(1.0, 0.005, seed=2))
+    assert fast.uncalled("b") == "faster" and fast.uncalled("a", over="b") == "slower"
 
 
 def test_the_noise_floor_is_the_a_a_pair_interval_and_a_difference_must_clear_it():

@@ -189,6 +189,19 @@ def test_a_verdict_too_close_to_call_is_read_back_and_contradicts_neither_side(t
         ("too close to call", "no difference", False), ("too close to call", "faster", False)]
 
 
+def test_a_difference_too_small_to_call_is_read_back_and_contradicts_only_a_called_difference(tmp_path):
+    small = _comparison(1 / 1.03)
+    assert small.call("prefetch") == "too small to call"
+    first = _executed(tmp_path / "a.ipynb", [[_rendered(small), _markdown("In sin(x): " + small.verdict("prefetch"))]])
+    assert set(lectures.verdicts_in(first).values()) == {"too small to call"}
+    none = _executed(tmp_path / "b.ipynb", [[_rendered(_comparison(1.0)),
+                                             _markdown("In sin(x): " + _comparison(1.0).verdict("prefetch"))]])
+    fast = _executed(tmp_path / "c.ipynb", [[_rendered(_comparison(0.5)),
+                                             _markdown("In sin(x): " + _comparison(0.5).verdict("prefetch"))]])
+    assert {c.contradicts for c in lectures.verdict_changes(first, none)} == {False}  # both under the least floor
+    assert {c.contradicts for c in lectures.verdict_changes(first, fast)} == {True}
+
+
 def test_a_figure_in_the_words_before_a_verdict_is_not_part_of_what_it_judges(tmp_path):
     steady = _comparison(0.5)
 

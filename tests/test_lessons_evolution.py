@@ -90,7 +90,8 @@ def test_the_part_that_saves_the_most_is_named_only_when_its_interval_clears_the
     assert clear.startswith("Removed from the whole generation, BitFlipMutation 400,000 µs (40% of the generation")
     assert "saves the most, measurably more than UniformCrossover" in clear
     close = benchmarks.removal_sentence(_removal({"BitFlipMutation": 0.6, "UniformCrossover": 0.61}, jitter=0.1))
-    assert "cannot tell which part saves the most" in close and "measurably more than" not in close
+    assert "is not called the largest saving" in close and "measurably more than" not in close
+    assert "too close to call" in close or "too small to call" in close or "no measurable difference" in close
     assert "BitFlipMutation" in close and "UniformCrossover" in close
     none = benchmarks.removal_sentence(_removal({"BitFlipMutation": 1.0, "UniformCrossover": 0.995}))
     assert none.startswith("Removing any one part did not measurably shorten the whole generation")

@@ -16,6 +16,9 @@ Every committed output (notebooks/, solutions/, exercises/) is read, not execute
 - every code cell that draws a chart (``result.plot()``, ``plotting.*``, ``plt.subplots``, a profile
   timeline) holds the chart as an image: a notebook executed where matplotlib drew off-screen (a shell's
   ``MPLBACKEND=Agg`` reaching the kernel) keeps the prose about a chart and loses the chart;
+- no sentence says that nothing was measured ("no measurable difference", "cannot be told apart", "too little
+  to measure") beside a ratio's interval that excludes 1: such an interval measured a difference, and the
+  words must say so ("a difference too small to call"), not that there was none;
 - a lecture *compares variants* when its code calls ``bench.compare`` or its outputs show a speedup
   table (the one ``bench.Comparison`` renders); such a lecture must have built and displayed a live
   ``SpeedupWidget`` when it was executed (its saved widget state holds the widget's CSS class).
@@ -57,6 +60,11 @@ HISTORY = re.compile(
 DRAWS = re.compile(r"\.plot\(|\bplot_\w+\(|\bplotting\.\w+\(|\bplt\.(?:subplots|figure|plot)\(|\btimelines?\(")
 SPEEDUP_TABLE = "<th>speedup</th>"  # bench.Comparison._repr_html_'s last column
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# words that say a run measured nothing, and the interval that follows them in the same sentence
+NOTHING_MEASURED = re.compile(r"no measurable difference|(?:cannot|could not|can't) be told apart|"
+                              r"too little to measure|nothing measurable|changed nothing", re.IGNORECASE)
+INTERVAL = re.compile(r"interval (\d[\d.,]*)[–-](\d[\d.,]*)x")
+SENTENCE_END = re.compile(r"(?<![\d.])\.(?:\s|$)|\n")
 
 
 def output_texts(nb) -> list[tuple[int, str]]:
@@ -113,6 +121,21 @@ def history_words(nb) -> list[str]:
             for match in HISTORY.finditer(cell.source):
                 around = cell.source[max(0, match.start() - 50):match.end() + 30].replace("\n", " ")
                 bad.append(f"cell {index}: {match.group(0)!r} in ...{around}...")
+    return bad
+
+
+def nothing_beside_a_difference(nb) -> list[str]:
+    """Sentences that say nothing was measured while the interval they give (the first after the words, in
+    the same sentence) lies clear of 1."""
+    bad = []
+    for index, text in output_texts(nb):
+        for match in NOTHING_MEASURED.finditer(text):
+            end = SENTENCE_END.search(text, match.end())
+            interval = INTERVAL.search(text, match.end(), end.start() if end else len(text))
+            if interval:
+                lo, hi = (float(x.replace(",", "")) for x in interval.groups())
+                if lo > 1 or hi < 1:
+                    bad.append(f"cell {index}: {text[match.start():interval.end() + 1]!r}")
     return bad
 
 
@@ -176,6 +199,19 @@ def test_the_checks_catch_what_they_claim_to():
     for text in plain:
         assert not history_words(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])), text
 
+    said = ["A against B: no measurable difference, 1.04x (95% interval 1.03–1.05x), within the floor",
+            "the two cannot be told apart, 0.92x (95% interval 0.685–0.961x).",
+            "splitting changed nothing here: 0.8x (95% interval 0.728–0.886x)"]
+    fine = ["A against B: no measurable difference, 1.02x (95% interval 0.97–1.03x), within the floor",
+            "A against B: a difference too small to call, 1.04x (95% interval 1.03–1.05x)",
+            "no measurable difference here. The next pair: 2.1x faster (95% interval 1.9–2.3x)",
+            "the runs cannot be told apart. C: 1.5x faster (95% interval 1.2–1.8x)"]
+    for texts, expected in ((said, 1), (fine, 0)):
+        for text in texts:
+            out = nbformat.v4.new_output("stream", name="stdout", text=text + "\n")
+            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[out])])
+            assert len(nothing_beside_a_difference(nb)) == expected, text
+
     image = nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
     charts = nbformat.v4.new_notebook()
     charts.cells = [nbformat.v4.new_code_cell(src, outputs=outs) for src, outs in [
@@ -218,6 +254,13 @@ def test_markdown_narrates_no_project_history(path):
     assert not found, (f"{path.name} narrates the project's history in markdown; teach the mechanism and the "
                        "measurement (an old implementation is a named variant measured in the same run), and "
                        "leave history to the git log:\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.name}/{p.stem}" for p in COMMITTED])
+def test_no_sentence_says_nothing_was_measured_beside_an_interval_clear_of_1(path):
+    found = nothing_beside_a_difference(nbformat.read(path, as_version=4))
+    assert not found, (f"{path.name} says a run measured no difference beside an interval that excludes 1; "
+                       "render the words from the verdict (bench.Comparison.uncalled / judged):\n" + "\n".join(found))
 
 
 @pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])

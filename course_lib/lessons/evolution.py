@@ -318,10 +318,10 @@ def removal_sentence(breakdown: dict) -> str:
 
     def reading(name: str) -> str:
         if not judged:
-            return f"{name} {saved[name] * 1e6:,.0f} µs ({saved[name] / whole:.0%} of the generation)"
+            return f"{name} {saved[name] * 1e6:,.0f} µs ({_percent(saved[name] / whole)} of the generation)"
         lo, hi = _saved_share(cmp, name)
-        return (f"{name} {saved[name] * 1e6:,.0f} µs ({saved[name] / whole:.0%} of the generation; 95% interval "
-                f"{lo:.0%} to {hi:.0%})")
+        return (f"{name} {saved[name] * 1e6:,.0f} µs ({_percent(saved[name] / whole)} of the generation; 95% "
+                f"interval {_percent(lo)} to {_percent(hi)})")
 
     if not judged:
         return ("Removed from the whole generation: " + ", ".join(map(reading, saved)) + f"; {cmp.rounds} rounds "
@@ -336,10 +336,19 @@ def removal_sentence(breakdown: dict) -> str:
         return (f"Removed from the whole generation, {reading(most)} saves the most, measurably more than "
                 + (" or ".join(rivals) if rivals else "nothing") + "; a part can cost less inside the generation "
                 "than apart, where XLA fuses it with its neighbours, or more.")
+    unsettled = [name for name in rivals if cmp.call(f"without {most}", over=f"without {name}") != "faster"]
     return ("Removed from the whole generation, " + " and ".join(map(reading, helps))
             + (" each measurably shorten it" if len(helps) > 1 else " measurably shortens it")
-            + ", but this run cannot tell which part saves the most: the generations without each are too close "
-            "to call.")
+            + f", but {most} is not called the largest saving: against the generation without "
+            + " or ".join(f"{name}, the one without {most} shows {cmp.uncalled(f'without {most}', f'without {name}')} "
+                          f"({cmp.ratio_with_interval(f'without {most}', f'without {name}')})" for name in unsettled)
+            + ".")
+
+
+def _percent(share: float) -> str:
+    """A share as a whole percentage, with no "-0%" for a share that rounds to nothing."""
+    text = f"{share:.0%}"
+    return "0%" if text == "-0%" else text
 
 
 def packing_sentence(measured: bench.Comparison, model, packed: str, unpacked: str,

@@ -503,6 +503,8 @@ class JourneyRatios:
             here = bench.ratio_text(r["this machine"]) + " on this machine"
             if r["call"] == "no difference":
                 here += " (no measurable difference)"
+            elif r["call"] == bench.TOO_SMALL:
+                here += f" (a difference {bench.TOO_SMALL})"
             elif r["call"] == bench.TOO_CLOSE:
                 here += f" ({bench.TOO_CLOSE} against the noise floor)"
             elif r["call"] == bench.TOO_FEW:
@@ -668,7 +670,7 @@ def batch_text(batches: Throughput, to: int = 1, over: int = 0) -> str:
     if call == "slower":
         return head + ("Per image, the larger batch cost more; this run times the whole step only, so it does "
                        "not show which part of it grew.")
-    if call == "no difference":
+    if call in bench.NEGLIGIBLE:
         return head + f"At batch {small} the fixed cost was already too small a part of the step to matter."
     return head + "This run cannot tell whether the larger batch changed images/s."
 
