@@ -71,6 +71,7 @@ def dtype_sentence(result: bench.Comparison, name: str = "bfloat16", over: str =
     onednn = bench.onednn_enabled() if onednn is None else onednn
     call = result.call(name, over)
     native = bfloat16_hardware(features)
+    kind = name.split(",")[0]  # "bfloat16, oneDNN off" -> "bfloat16"
     if call == bench.TOO_FEW:
         return f"{name} against {over}: {result.judged(name, over)}."
     measured = result.judged(name, over)
@@ -78,23 +79,40 @@ def dtype_sentence(result: bench.Comparison, name: str = "bfloat16", over: str =
     head = f"{name} ran {ratio_words} than {over} ({interval}"
     if call == "faster":
         if native and onednn is not False:
-            return (f"{head}, because this processor has {native}, which oneDNN uses to multiply {name} "
+            return (f"{head}, because this processor has {native}, which oneDNN uses to multiply {kind} "
                     "directly, and half the bytes move.")
         return (f"{head}, although this processor has no bfloat16 instructions ({_widest(features)}): the gain "
                 "is half the bytes moved, which outweighed converting each value to float32 and back.")
     if call == "slower":
         if not native:
             return (f"{head}, because this processor has no bfloat16 instructions ({_widest(features)} only): "
-                    f"each {name} value is widened to float32, multiplied, and rounded back, more work than "
+                    f"each {kind} value is widened to float32, multiplied, and rounded back, more work than "
                     "float32 alone.")
         if onednn is False:
             return (f"{head}: this processor has {native}, but with oneDNN off TensorFlow's own (Eigen) kernels "
-                    f"do not use them and convert each {name} value to float32 and back.")
+                    f"do not use them and convert each {kind} value to float32 and back.")
         return (f"{head}, although this processor has {native}: at this size the conversions around the "
                 "product cost more than the narrower multiply saves.")
     reason = (f"this processor has {native}" if native else
               f"this processor has no bfloat16 instructions ({_widest(features)} only)")
     return f"{name} against {over}: {measured}; {reason}."
+
+
+def float16_sentence(result: bench.Comparison, library: str, name: str = "float16", over: str = "float32") -> str:
+    """``result``'s verdict of float16 against float32 with the library that ran float16's kernel (a
+    ``kernels_by_dtype`` row's ``library``): oneDNN takes float16 only on processors with float16 arithmetic
+    (AVX-512 FP16, AMX FP16); elsewhere TensorFlow's own kernel widens each value to float32."""
+    if result.call(name, over) == bench.TOO_FEW:
+        return f"{name} against {over}: {result.judged(name, over)}."
+    ratio_words, _, interval = result.ratio_with_interval(name, over).partition(" (")
+    call = result.call(name, over)
+    head = (f"{name} ran {ratio_words} than {over} ({interval}" if call in ("faster", "slower")
+            else f"{name} against {over}: {result.judged(name, over)}")
+    if library == "oneDNN":
+        return f"{head}; oneDNN ran its kernel, so this processor has float16 arithmetic it could use."
+    tail = ("the gain is half the bytes moved" if call == "faster" else "so float16 saves memory here, not time")
+    return (f"{head}; {library}'s own kernel ran it, not oneDNN's: without float16 arithmetic in the processor, "
+            f"each value is widened to float32 for the multiply, {tail}.")
 
 
 # -- throughput by dtype ------------------------------------------------------------------------------------

@@ -53,6 +53,17 @@ def test_other_cases_stay_true_to_the_verdict():
         assert "None" not in text and "nan" not in text
 
 
+def test_float16_sentence_names_the_library():
+    r = fake(1.3)
+    r.timings[1].name = "float16"
+    text = precision.float16_sentence(r, "TensorFlow")
+    assert text.startswith("float16 ran 1.3x slower than float32") and "saves memory here, not time" in text
+    r = fake(0.5)
+    r.timings[1].name = "float16"
+    assert "half the bytes" in precision.float16_sentence(r, "TensorFlow")
+    assert "oneDNN ran its kernel" in precision.float16_sentence(r, "oneDNN")
+
+
 def test_mixed_policy_keeps_float32_variables():
     model = precision.mlp(16, "mixed_bfloat16")
     dtypes = precision.variable_dtypes(model)

@@ -23,6 +23,7 @@ def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
         neuro,
         nsga3,
         ops,
+        precision,
         strategies,
         tfdata,
         tsp,
