@@ -324,3 +324,46 @@ def test_a_parameter_set_after_compile_is_checked_before_the_run(problem, kind, 
         setattr(op, name, value)
     with pytest.raises(ValueError, match=match):
         model.evolve(evo.population.permutations(8, N, seed=1), generations=1)
+
+
+@pytest.mark.parametrize("kind, start, edit", [
+    ("TwoOpt", {"candidates": 16, "neighbours": 8}, {"neighbours": 3}),
+    ("TwoOpt", {"candidates": 16, "neighbours": 8}, {"neighbours": None}),
+    ("TwoOpt", {"candidates": 16}, {"steps": 3, "candidates": 8, "moves": 2}),
+    ("TwoOpt", {"candidates": None, "neighbours": 5}, {"focus": 6}),
+    ("OrOpt", {"candidates": 16, "segment": 3}, {"segment": 1, "neighbours": 4}),
+])
+def test_a_parameter_set_after_compile_takes_effect_on_the_next_run(problem, kind, start, edit):
+    """Edit, evolve, and get what a model built with the new values gives: never the old program or data."""
+    _, _, fitness = problem
+
+    def model_of(options):
+        op = getattr(evo.ops, kind)(**{"steps": 2, **options})
+        genome = evo.Input(shape=(N,), dtype="int32")
+        model = evo.Model(genome, op(genome))
+        model.compile(fitness=fitness, selection=evo.selection.Tournament(size=2), mode="graph", seed=0)
+        return model, op
+
+    def run(model):
+        return model.evolve(evo.population.permutations(8, N, seed=1), generations=2).population
+
+    edited, op = model_of(start)
+    before = run(edited)
+    for name, value in edit.items():
+        setattr(op, name, value)
+    fresh, _ = model_of({**start, **edit})
+    after = run(edited)
+    np.testing.assert_array_equal(after, run(fresh))
+    assert not np.array_equal(after, before)
+
+
+def test_double_bridge_segment_set_after_compile_is_checked_before_the_run(problem):
+    _, _, fitness = problem
+    kick = evo.ops.DoubleBridge(segment=4)
+    genome = evo.Input(shape=(N,), dtype="int32")
+    model = evo.Model(genome, kick(genome))
+    model.compile(fitness=fitness, selection=evo.selection.Tournament(size=2), mode="graph", seed=0)
+    model.evolve(evo.population.permutations(8, N, seed=1), generations=1)
+    kick.segment = 0
+    with pytest.raises(ValueError, match="segment"):
+        model.evolve(evo.population.permutations(8, N, seed=1), generations=1)

@@ -25,6 +25,11 @@ class DoubleBridge(RatedPermutationOp):
         super().__init__(rate, name)
         self.segment = whole("segment", segment, 1, "DoubleBridge")
 
+    def check(self, *specs):
+        """Also ``segment`` as it is now, so that a value set after ``compile`` is checked before the run."""
+        self.segment = whole("segment", self.segment, 1, "DoubleBridge")
+        return super().check(*specs)
+
     def apply(self, inputs, key, rows):
         tours = tf.cast(rows.take(inputs[0]), tf.int32)
         n = tours.shape[1]

@@ -80,12 +80,14 @@ class DistanceOp(PermutationOp, register=False):
         super().__init__(name)
         self.distances = self.nearest = None
         self.n = 0
-        self.source: tuple[int, int] | None = None  # (the fitness attached, its ``version`` then)
+        # (the fitness attached, its ``version`` then, the ``neighbours`` its lists were drawn for)
+        self.source: tuple[int, int, int | None] | None = None
 
     def attached(self, fitness) -> bool:
-        """Whether the distances held are ``fitness``'s current ones (not another model's fitness, nor
-        cities replaced since by ``TSP.load``)."""
-        return self.source == (id(fitness), fitness.version)
+        """Whether the distances and neighbour lists held are ``fitness``'s current ones (not another model's
+        fitness, nor cities replaced since by ``TSP.load``) for ``neighbours`` as it is now (a value set after
+        ``compile`` draws new lists on the next run)."""
+        return self.source == (id(fitness), fitness.version, self.neighbours)
 
     def attach(self, fitness) -> None:
         """Take the distances from the fitness (``evo.fitness.TSP``), and each city's nearest cities."""
@@ -101,11 +103,12 @@ class DistanceOp(PermutationOp, register=False):
         self.n = n
         self.distances = tf.constant(matrix.reshape(-1), tf.float32)
         self.tolerance = TOLERANCE * float(matrix.max())
+        self.nearest = None
         if self.neighbours is not None:
             k = min(self.neighbours, n - 1)
             order = np.argsort(matrix + np.diag(np.full(n, np.inf)), axis=1, kind="stable")[:, :k]
             self.nearest = tf.constant(order.reshape(-1), tf.int32)
-        self.source, self._fitness = (id(fitness), fitness.version), fitness
+        self.source, self._fitness = (id(fitness), fitness.version, self.neighbours), fitness
 
     def __call__(self, *inputs, seed: int | None = None):
         """As ``Op.__call__``; concrete tours are checked to be permutations first."""
@@ -128,7 +131,8 @@ class DistanceOp(PermutationOp, register=False):
                              f"have {length}")
         if not self.attached(self._fitness):
             raise ValueError(f"{type(self).__name__} holds the distances of cities its TSP has replaced since "
-                             "(TSP.load); call op.attach(fitness) again (evolve does so itself)")
+                             "(TSP.load), or neighbour lists for another neighbours=; call op.attach(fitness) "
+                             "again (evolve does so itself)")
 
 
 class _LocalSearch(DistanceOp):
