@@ -93,8 +93,9 @@ def dtype_sentence(result: bench.Comparison, name: str = "bfloat16", over: str =
                     f"do not use them and convert each {kind} value to float32 and back.")
         return (f"{head}, although this processor has {native}: at this size the conversions around the "
                 "product cost more than the narrower multiply saves.")
-    reason = (f"this processor has {native}" if native else
-              f"this processor has no bfloat16 instructions ({_widest(features)} only)")
+    reason = (f"this processor has no bfloat16 instructions ({_widest(features)} only)" if not native else
+              f"this processor has {native}, but with oneDNN off TensorFlow's own kernels do not use them"
+              if onednn is False else f"this processor has {native}")
     return f"{name} against {over}: {measured}; {reason}."
 
 
@@ -117,22 +118,42 @@ def float16_sentence(result: bench.Comparison, library: str, name: str = "float1
 
 # -- throughput by dtype ------------------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _tf_log_level(level: str):
+    """TensorFlow's Python logger at ``level`` for a while: tracing many small functions on purpose (one per
+    dtype and size) is what its retracing warning is about, and here it is the point."""
+    logger = tf.get_logger()
+    old = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+def _traced(fn: Callable, *args) -> Callable[[], tf.Tensor]:
+    """``fn`` as a ``tf.function`` traced now on ``args``, and the call of it on them."""
+    graph = tf.function(fn)
+    with _tf_log_level("ERROR"):
+        graph(*args)
+    return lambda: graph(*args)
+
+
 def _tensor(shape: Sequence[int], dtype: str, seed: int) -> tf.Tensor:
     return tf.cast(tf.random.stateless_normal(shape, seed=[seed, 7]), dtype)
 
 
 def matmul_fn(n: int, dtype: str) -> Callable[[], tf.Tensor]:
-    """A timed call of one ``n`` x ``n`` matrix product in ``dtype``, traced once."""
+    """A timed call of one ``n`` x ``n`` matrix product in ``dtype``: the inputs cast once, the product a
+    ``tf.function`` traced once, before any timing."""
     a, b = _tensor([n, n], dtype, 1), _tensor([n, n], dtype, 2)
-    product = tf.function(lambda a, b: tf.matmul(a, b))
-    return lambda: product(a, b)
+    return _traced(lambda a, b: tf.matmul(a, b), a, b)
 
 
 def conv_fn(size: int, dtype: str, batch: int = 8, channels: int = 32) -> Callable[[], tf.Tensor]:
     """A timed call of one 3 x 3 convolution, ``channels`` in and out, over a ``size`` x ``size`` batch."""
     x, w = _tensor([batch, size, size, channels], dtype, 3), _tensor([3, 3, channels, channels], dtype, 4)
-    conv = tf.function(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"))
-    return lambda: conv(x, w)
+    return _traced(lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"), x, w)
 
 
 def matmul_flops(n: int) -> float:
@@ -204,6 +225,23 @@ def kernel_sentence(rows: Sequence[Mapping]) -> str:
             by.setdefault(row["library"], []).append(row["dtype"])
     parts = [f"{lib}'s kernels ran {', '.join(ds)}" for lib, ds in by.items()]
     return "For the matmul, " + "; ".join(parts) + "." if parts else "No matmul kernel was recorded."
+
+
+_HALF_LINE = re.compile(r"oneDNN supports DT_HALF only on platforms with AVX-512")
+
+
+def half_log_sentence(log: str, features: Mapping[str, bool] | None = None) -> str:
+    """The explanation of oneDNN's "supports DT_HALF only on platforms with AVX-512" line where ``log`` (this
+    run's kernel log, ``devices.NativeLog``) holds it, and one sentence where it does not."""
+    features = cpu_features() if features is None else features
+    if not _HALF_LINE.search(log):
+        return ("This run's kernel log holds no line about float16 (`DT_HALF`): oneDNN either took float16 or "
+                "was off.")
+    has = (" This processor has AVX-512 (`avx512f`) and still got the line: the check asks for float16 "
+           "arithmetic instructions, which AVX-512F alone does not have." if features.get("avx512f") else "")
+    return ("This run's kernel log holds \"oneDNN supports DT_HALF only on platforms with AVX-512\": the graph "
+            "rewrite asked whether oneDNN can take the float16 ops, the processor check said no, and they kept "
+            "TensorFlow's own kernels." + has)
 
 
 ONEDNN_SETTINGS = {"oneDNN on": "1", "oneDNN off": "0"}
@@ -319,10 +357,43 @@ def step_variants(depth: int = 3, batch: int = 256) -> dict[str, Callable[..., C
             model = mlp(width, policy, depth=depth)
             x, y = regression_data(batch)
             step = train_step(model)
+            with _tf_log_level("ERROR"):  # one trace per model, on purpose
+                step(x, y)
             return lambda: step(x, y)
         return make
 
     return {"float32": build("float32"), "mixed_bfloat16": build("mixed_bfloat16")}
+
+
+def policy_sentence(result: bench.Comparison, width: int, casts: int | None = None) -> str:
+    """What ``mixed_bfloat16`` did to one training step at ``width``, read from ``result`` (float32 the
+    baseline), with the mechanism that fits the verdict; ``casts`` is the step's Cast count, where known."""
+    name, over = "mixed_bfloat16", "float32"
+    call = result.call(name, over)
+    casts_words = f"its {casts} casts" if casts else "its casts"
+    if call in ("faster", "slower"):
+        ratio_words, _, interval = result.ratio_with_interval(name, over).partition(" (")
+        head = f"At width {width}, {name} ran the step {ratio_words} than {over} ({interval}"
+        if call == "faster":
+            return f"{head}: the bfloat16 matmuls saved more than {casts_words} and the float32 updates cost."
+        return (f"{head}: the layers are too narrow for a faster matmul to matter, so {casts_words} (weights to "
+                "bfloat16, gradients back to float32) are extra work on every step.")
+    return (f"At width {width}, {name} against {over}: {result.judged(name, over)}; what the narrower matmuls save "
+            f"and what {casts_words} cost come out even here, or too close to tell.")
+
+
+def g2p_sentence(rows: Sequence[Mapping]) -> str:
+    """What the converter made of the g2p model's parts, read from ``try_convert_g2p``."""
+    done = [r["part"] for r in rows if r["converts"] == "yes"]
+    failed = [r for r in rows if r["converts"] != "yes"]
+    text = f"The converter took the g2p {', '.join(done)}" if done else "The converter took no part of the g2p model"
+    if failed:
+        text += "; it refused the " + "; and the ".join(f"{r['part']}: \"{r['size or reason']}\"" for r in failed)
+        text += (". A `tf.while_loop` that collects its outputs in a `TensorArray` of unknown length has no "
+                 "static shape for TensorFlow Lite's built-in ops; the converter can keep such ops only as "
+                 "TensorFlow ops (`SELECT_TF_OPS`), which needs the larger runtime and is not quantized. So the "
+                 "quantization below runs on a model made of layers the converter takes whole")
+    return text + "."
 
 
 # -- numerics ------------------------------------------------------------------------------------------------
@@ -346,7 +417,8 @@ def running_sum(n: int = 1000, step: float = 0.01, dtype: str = "bfloat16") -> f
         return tf.while_loop(lambda i, acc: i < n, lambda i, acc: (i + 1, acc + inc),
                              (tf.constant(0), tf.constant(0, dtype)))[1]
 
-    return float(total())
+    with _tf_log_level("ERROR"):
+        return float(total())
 
 
 def running_sums(n: int = 1000, step: float = 0.01) -> list[dict]:
@@ -434,9 +506,9 @@ def digits_classifier(width: int = 256, epochs: int = 3, seed: int = 0):
 
 @contextlib.contextmanager
 def _quiet():
-    """The converter's Python chatter (Keras' export prints its signatures, the calibrator warns) kept out of
-    a notebook; its C++ log goes where the kernel sends descriptor 2."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    """The converter's Python chatter (Keras' export prints its signatures and logs the temporary folder it
+    writes, the calibrator warns) kept out of a notebook; its C++ log goes where the kernel sends descriptor 2."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), _tf_log_level("ERROR"):
         warnings.simplefilter("ignore")
         yield
 

@@ -47,6 +47,8 @@ def test_other_cases_stay_true_to_the_verdict():
     assert "faster" in odd and "no bfloat16 instructions" in odd and "because this processor has" not in odd
     same = precision.dtype_sentence(fake(1.0), features=AVX2_ONLY, onednn=True)
     assert "no measurable difference" in same and "faster" not in same and "slower" not in same
+    same_off = precision.dtype_sentence(fake(1.0), features=AVX512_BF16, onednn=False)
+    assert "no measurable difference" in same_off and "oneDNN off" in same_off
     few = precision.dtype_sentence(fake(0.5, rounds=3), features=AVX512_BF16, onednn=True)
     assert "too few rounds" in few and "because" not in few
     for text in (off, odd, same, few):
@@ -174,3 +176,33 @@ def test_sweep_rows_report_gflops():
     assert row["float32 GFLOP/s"] == pytest.approx(2.0, rel=0.01)
     assert row["bfloat16 GFLOP/s"] == pytest.approx(4.0, rel=0.01)
     assert row["bfloat16 against float32"].startswith("2x faster")
+
+
+def test_policy_sentence_fits_the_verdict():
+    slow = fake(1.3)
+    slow.timings[1].name = "mixed_bfloat16"
+    text = precision.policy_sentence(slow, 32, casts=16)
+    assert text.startswith("At width 32, mixed_bfloat16 ran the step 1.3x slower than float32")
+    assert "too narrow" in text and "16 casts" in text
+    fast = fake(0.4)
+    fast.timings[1].name = "mixed_bfloat16"
+    assert "saved more than" in precision.policy_sentence(fast, 1024)
+    even = fake(1.0)
+    even.timings[1].name = "mixed_bfloat16"
+    assert "no measurable difference" in precision.policy_sentence(even, 128)
+
+
+def test_g2p_sentence_quotes_the_reason():
+    rows = [{"part": "encoder (BiGRU)", "converts": "yes", "size or reason": "28.7 KB"},
+            {"part": "greedy decoder (while loop)", "converts": "no", "size or reason": "op requires element_shape"}]
+    text = precision.g2p_sentence(rows)
+    assert "took the g2p encoder (BiGRU)" in text and '"op requires element_shape"' in text
+    assert "refused" not in precision.g2p_sentence(rows[:1])
+
+
+def test_half_log_sentence_only_where_the_line_is():
+    line = "E0000 util.cc:131] oneDNN supports DT_HALF only on platforms with AVX-512. Falling back"
+    assert "kept TensorFlow's own kernels" in precision.half_log_sentence(line, AVX512_BF16)
+    assert "AVX-512F alone" in precision.half_log_sentence(line, AVX512_BF16)
+    assert "AVX-512F alone" not in precision.half_log_sentence(line, AVX2_ONLY)
+    assert "holds no line" in precision.half_log_sentence("", AVX2_ONLY)
