@@ -145,7 +145,7 @@ def auto_sentence(auto: Mapping[str, Any]) -> str:
         return f"{version} refuses steps_per_execution=\"auto\" in compile ({auto['error']})."
     if not auto["fit"]:
         return (f"{version} accepts steps_per_execution=\"auto\" in compile, but fit on in-memory arrays "
-                f"stops with {auto['error']}, so the tables below leave it out.")
+                f"stops with {auto['error']}, so no timed variant uses it.")
     return (f"{version} accepts steps_per_execution=\"auto\" and trains with it; after one epoch the model "
             f"holds steps_per_execution={auto['after_fit']!r}.")
 
@@ -177,6 +177,9 @@ def fit_sentences(result, steps: int) -> list[str]:
 
 
 def _gain_words(small, wide, name: str, over: str, small_label: str, wide_label: str) -> str:
+    if not (small.enough_rounds(name, over) and wide.enough_rounds(name, over)):
+        return (f"{name} against {over}: {small.speedup(name, over):.2f}x at {small_label}, "
+                f"{wide.speedup(name, over):.2f}x at {wide_label}, from too few rounds to tell the two gains apart.")
     lo_s, hi_s = small.interval(name, over)
     lo_w, hi_w = wide.interval(name, over)
     head = (f"{name} against {over}: {small.speedup(name, over):.2f}x at {small_label} "
@@ -375,7 +378,7 @@ def train_step(width: int = 256, depth: int = 8, *, recompute: bool = False, see
     optimizer = keras.optimizers.SGD(0.01)
     blocks = [tf.recompute_grad(layer) if recompute else layer for layer in layers]
 
-    @tf.function
+    @tf.function(autograph=False)  # plain Python loops over layers: nothing for AutoGraph to convert
     def step(x, y):
         with tf.GradientTape() as tape:
             h = x

@@ -109,8 +109,11 @@ def test_jit_auto_reads_what_compile_resolved():
 class _Fake:
     """A comparison with fixed speedups and intervals, for the sentence builders."""
 
-    def __init__(self, speedup, interval):
-        self._s, self._i = speedup, interval
+    def __init__(self, speedup, interval, rounds=True):
+        self._s, self._i, self._rounds = speedup, interval, rounds
+
+    def enough_rounds(self, name, over=None):
+        return self._rounds
 
     def speedup(self, name, over=None):
         return self._s
@@ -124,6 +127,8 @@ def test_the_shrink_sentence_follows_the_intervals():
     assert "shrinks" in fitting.shrink_sentence(small, _Fake(1.1, (1.0, 1.2)), small_width=32, wide_width=1024)
     assert "cannot tell" in fitting.shrink_sentence(small, _Fake(1.5, (1.2, 1.7)), small_width=32, wide_width=1024)
     assert "grows" in fitting.shrink_sentence(small, _Fake(2.5, (2.2, 2.8)), small_width=32, wide_width=1024)
+    few = fitting.shrink_sentence(small, _Fake(1.1, (1.0, 1.2), rounds=False), small_width=32, wide_width=1024)
+    assert "too few rounds" in few and "nan" not in few
 
 
 def test_the_memory_sentences_read_their_numbers():
@@ -148,3 +153,11 @@ def test_the_auto_sentence_says_what_this_keras_did():
     assert "stops with TypeError: no" in fitting.auto_sentence(base)
     assert "refuses" in fitting.auto_sentence(dict(base, compile=False))
     assert "holds steps_per_execution=4" in fitting.auto_sentence(dict(base, fit=True, after_fit=4))
+
+
+def test_course_bench_fit_is_registered_with_a_quick_setting():
+    from course_lib.benchmarks import commands
+
+    main = commands()["fit"]
+    args = main.parser().parse_args(["--steps", "8"])
+    assert args.steps == 8 and args.memory_batches.split(",")[0] == "512"

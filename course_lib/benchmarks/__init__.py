@@ -16,6 +16,7 @@ def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
     """Every ``course bench`` command by name (importing a benchmark module registers its command)."""
     from course_lib.benchmarks import (  # noqa: F401
         eager_vs_graph,
+        fit,
         ga,
         ga_replicas,
         gan,
