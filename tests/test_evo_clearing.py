@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo import rng
-from course_lib.evo.selection import Clearing, tour_distances
+from course_lib.evo.selection import Clearing
+from course_lib.evo.tours import tour_distances
 from course_lib.lessons import applications as app
 
 
@@ -98,3 +99,33 @@ def test_the_memetic_ga_keeps_its_tours_apart():
         near[name] = int((apart < 6).sum())  # ordered pairs of survivors fewer than 6 edges apart
     # clearing (the default, radius 6) leaves near copies only where too few tours are far apart
     assert near["clearing"] < 0.1 * 16 * 15 < near["one per length"]
+
+
+def test_only_a_niche_winner_clears_as_in_petrowski():
+    # A < B < C by length; A and B 2 edges apart, B and C 2 edges apart, A and C 4 apart
+    a = np.arange(12)
+    b = np.concatenate([a[:2], a[2:5][::-1], a[5:]])  # reversals of disjoint segments: 2 edges each
+    c = np.concatenate([b[:7], b[7:10][::-1], b[10:]])
+    d = tour_distances(tf.constant(np.stack([a, b, c]))).numpy()
+    assert (d[0, 1], d[1, 2], d[0, 2]) == (2, 2, 4)
+    # A clears B; B, cleared, clears nothing: A and C survive
+    assert choose(Clearing(radius=3), np.stack([a, b, c]), [1.0, 2.0, 3.0], 2) == [0, 2]
+    assert choose(Clearing(radius=3), np.stack([c, a, b]), [3.0, 1.0, 2.0], 2) == [0, 1]  # whatever the rows' order
+
+
+def test_the_cleared_refill_by_length_not_by_row():
+    best = np.arange(12)
+    near_long = np.concatenate([best[:3], best[3:8][::-1], best[8:]])  # 2 edges from the best
+    near_short = np.concatenate([best[:5], best[5:10][::-1], best[10:]])
+    tours = np.stack([best, near_long, near_short])
+    picked = Clearing(radius=3).choose_with_state(tf.constant([1.0, 5.0, 3.0]), -1.0, rng.key(0), 2, None,
+                                                  tf.zeros((0,)), genomes=tf.constant(tours))[0].numpy()
+    assert picked.tolist() == [0, 2]  # the winner, then the shorter of the two cleared
+
+
+def test_a_pool_past_the_memory_budget_is_refused_with_what_to_do():
+    clearing = Clearing()
+    clearing.max_bytes = 10_000
+    with pytest.raises(ValueError, match="pool of 64 tours of 100 cities.* past its budget.*smaller population"):
+        clearing.choose_with_state(tf.zeros(64), -1.0, rng.key(0), 32, None, tf.zeros((0,)),
+                                   genomes=evo.population.permutations(64, 100, seed=0))

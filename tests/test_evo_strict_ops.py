@@ -436,7 +436,8 @@ def test_fisher_yates_swaps_in_order_and_is_uniform():
 
 @pytest.mark.parametrize("length", [5, 32, 37, 70])
 def test_inverse_permutation_place_and_exclusive_count_in_every_mode(length):
-    from course_lib.evo.ops.permutation import exclusive_count, inverse_permutation, place
+    from course_lib.evo.ops.permutation import exclusive_count
+    from course_lib.evo.tours import inverse_permutation, place
 
     x = evo.population.permutations(9, length, seed=length)
     flags = evo.population.random_integers((9, length), 0, 2, seed=1) > 0

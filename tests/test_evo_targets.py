@@ -243,14 +243,16 @@ def test_every_fitness_compiles_for_the_gpu_target_without_loops_but_bounded_one
     check_loops(build, fitness, evo.selection.Tournament(size=2), population, {"TSP": 1}.get(name, 0))
 
 
-def test_clearing_compiles_for_the_gpu_target_without_loops_and_gives_the_cpu_targets_tours():
+def test_clearing_compiles_for_the_gpu_target_with_its_one_pass_and_gives_the_cpu_targets_tours():
     population, fitness = KINDS["permutation"]()
 
     def build():
         inputs = evo.Input(shape=(L,), dtype="int32")
         return evo.Model(inputs, evo.ops.InversionMutation(rate=1.0)(evo.ops.OrderCrossover()(inputs)))
 
-    check_loops(build, fitness, evo.selection.Clearing(radius=4), population, 0)
+    # clearing visits the pool best first, each winner decided by the winners before it: one loop of P
+    # steps over (P,) flags, documented in Clearing's docstring; nothing per city
+    check_loops(build, fitness, evo.selection.Clearing(radius=4), population, 1)
     check_results(build, fitness, evo.selection.Clearing(radius=4), population, exact=True)
 
 

@@ -14,6 +14,7 @@ import tensorflow as tf
 from course_lib.evo import distinct, nsga3, pareto, rng
 from course_lib.evo.config import Checked, Configurable, state_fingerprint
 from course_lib.evo.rng import Rows
+from course_lib.evo.tours import distance_bytes, tour_distances
 from course_lib.evo.validation import whole
 
 
@@ -179,41 +180,28 @@ class Elitist(Selection):
         return {"eliminate_duplicates": True} if self.eliminate_duplicates else {}
 
 
-def tour_distances(tours: tf.Tensor) -> tf.Tensor:
-    """int32 (P, P): how many edges of tour a (row of ``tours``, a permutation of 0..L-1) tour b does not
-    hold, either way round; 0 for the same tour, whatever its start and direction. Each tour becomes its
-    cities' successors and predecessors, compared pairwise: O(P² L). Its own scatter, not
-    ``ops.permutation.place``: the engine imports no op module before an op is asked for."""
-    tours = tf.cast(tours, tf.int32)
-    p, n = tours.shape
-    rows = tf.broadcast_to(tf.range(p)[:, None], (p, n))
-    by_city = tf.stack([rows, tours], -1)
-
-    def of_city(values):  # values (P, L) by position -> by city
-        return tf.scatter_nd(by_city, values, (p, n))
-
-    after, before = of_city(tf.roll(tours, -1, axis=1)), of_city(tf.roll(tours, 1, axis=1))
-    held = (after[:, None, :] == after[None, :, :]) | (after[:, None, :] == before[None, :, :])
-    return n - tf.reduce_sum(tf.cast(held, tf.int32), axis=2)
-
-
 class Clearing(Selection):
-    """mu + lambda on tours with clearing (Pétrowski 1996): the best ``n`` of parents and children, but a
-    tour that differs from a better one of the pool in fewer than ``radius`` edges (``tour_distances``;
-    ties go to the earlier row) ranks below every tour that does not, so those near copies survive only
-    when the others are fewer than ``n``. A child that improves on a tour it barely differs from takes its
-    place; tours that are far apart both stay, however their lengths compare. A memetic GA's small
-    population otherwise converges onto one tour and its near copies (the local search sends children of
-    similar parents to neighbouring local optima), and then the crossover has nothing left to recombine.
+    """mu + lambda on tours with clearing (Pétrowski 1996, with a niche capacity of one): the pool's tours
+    taken best first, each one a niche's winner unless it lies within ``radius`` edges (``tour_distances``)
+    of a winner before it, which clears it; winners rank first, by length, then the cleared tours, by
+    length (ties go to the earlier row), and the best ``n`` of that order survive. Only winners clear: with
+    A < B < C, A and B near, B and C near, A and C far, A clears B and C stays, since B, cleared, clears
+    nothing. A child that improves on a tour it barely differs from takes its place; tours far apart both
+    stay, however their lengths compare. A memetic GA's small population otherwise converges onto one tour
+    and its near copies (the local search sends children of similar parents to neighbouring local optima),
+    and then the crossover has nothing left to recombine.
 
     Reads the pool's tours (``reads_genomes``): integer permutation genomes only. Costs O(P² L) per
-    generation for a pool of P tours of L cities: meant for the small populations of a memetic GA
-    (a pool of 64 tours of 1,000 cities: about 4 million comparisons).
+    generation for a pool of P tours of L cities (``tours.distance_bytes``), refused past ``max_bytes``:
+    meant for the small populations of a memetic GA (a pool of 64 tours of 1,000 cities: about 25 MB).
+    The pass best first is sequential by definition (a winner depends on the winners before it): one
+    ``tf.while_loop`` of P steps over (P,) flags, on every target.
     """
 
     pool = "both"
     reads_genomes = True
     radius = Checked(_whole(1))
+    max_bytes = 1 << 30  # what one generation's pairwise comparison may hold at once
 
     def __init__(self, radius: int = 6):
         super().__init__(0)
@@ -228,12 +216,21 @@ class Clearing(Selection):
             got = "no genomes" if genomes is None else f"genomes of shape {genomes.shape}, {genomes.dtype.name}"
             raise ValueError(f"{self!r} compares tours edge by edge: it needs integer permutation genomes "
                              f"(N, L), got {got}; for other genomes use Elitist(eliminate_duplicates=True)")
-        s = score(fitness, sign)
-        m = s.shape[0]
-        earlier = tf.range(m)[None, :] < tf.range(m)[:, None]
-        better = (s[None, :] > s[:, None]) | ((s[None, :] == s[:, None]) & earlier)  # [a, b]: b ranks above a
-        cleared = tf.reduce_any(better & (tour_distances(genomes) < self.radius), axis=1)
-        return tf.math.top_k(tf.where(cleared, tf.constant(-np.inf, s.dtype), s), k=n, sorted=False).indices, state
+        m, length = genomes.shape
+        if distance_bytes(m, length) > self.max_bytes:
+            raise ValueError(f"{self!r} compares every pair of a pool of {m} tours of {length} cities, which "
+                             f"holds about {distance_bytes(m, length) / 2**20:,.3g} MiB at once, past its budget "
+                             f"of {self.max_bytes / 2**20:,.3g} MiB: evolve a smaller population (the pool is "
+                             "parents and children), or raise Clearing.max_bytes where the memory is there")
+        order = tf.argsort(-score(fitness, sign), stable=True)  # best first, ties to the earlier row
+        near = tf.gather(tf.gather(tour_distances(genomes) < self.radius, order), order, axis=1)
+
+        def visit(i, winner):  # the i-th best wins unless a winner before it is near
+            return i + 1, tf.tensor_scatter_nd_update(winner, [[i]], [~tf.reduce_any(near[i] & winner)])
+
+        _, winner = tf.while_loop(lambda i, _: i < m, visit, (tf.constant(0), tf.zeros((m,), tf.bool)))
+        ranked = tf.argsort(tf.cast(~winner, tf.int32), stable=True)  # winners, then the cleared, each by length
+        return tf.gather(order, ranked[:n]), state
 
     def config(self):
         return {"radius": self.radius}

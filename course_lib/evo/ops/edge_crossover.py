@@ -22,7 +22,7 @@ import tensorflow as tf
 from course_lib.evo import fastmath, fusion, rng
 from course_lib.evo.ops.base import Mating, genome_spec, partner_rows
 from course_lib.evo.ops.local_search import DistanceOp
-from course_lib.evo.ops.permutation import inverse_permutation, place
+from course_lib.evo.tours import inverse_permutation, place
 
 
 def shared_edges(tours: tf.Tensor, mates: tf.Tensor) -> tf.Tensor:

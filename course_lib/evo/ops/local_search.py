@@ -25,9 +25,10 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import fusion, rng
-from course_lib.evo.ops.permutation import PermutationOp, inverse_permutation
+from course_lib.evo.ops.permutation import PermutationOp
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import SymbolicTensor
+from course_lib.evo.tours import inverse_permutation
 from course_lib.evo.validation import whole
 
 # a move is applied when it shortens the tour by more than this share of the longest distance:

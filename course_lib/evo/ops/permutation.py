@@ -14,6 +14,7 @@ from course_lib.evo import bitpack, fusion, knobs, rng
 from course_lib.evo.ops.base import Knob, Mating, Op, check_rate, genome_spec, partner_rows
 from course_lib.evo.rng import Rows
 from course_lib.evo.symbolic import check_fits
+from course_lib.evo.tours import inverse_permutation, place
 
 
 class PermutationOp(Op, register=False):
@@ -138,34 +139,6 @@ def fisher_yates(targets: tf.Tensor, start: tf.Tensor, stop: tf.Tensor, every_po
     if every_position:
         return tf.transpose(tf.while_loop(lambda i, _: i < n, swap, (tf.constant(0), identity))[1])
     return tf.transpose(tf.while_loop(lambda i, _: i < stop, swap, (start, identity))[1])
-
-
-def place(values: tf.Tensor, to: tf.Tensor) -> tf.Tensor:
-    """(B, L): ``values[r, i]`` moved to position ``to[r, i]``, for rows of ``to`` that are permutations.
-
-    Under XLA one scatter, which it compiles into a loop over the rows; elsewhere a gather through
-    ``inverse_permutation``, because TensorFlow's scatter kernel is a general one with locking and
-    ``invert_permutation`` is a plain pass. The same result in every mode.
-    """
-    b, n = to.shape
-    if not fusion.xla_active():
-        return tf.gather(values, inverse_permutation(to), batch_dims=1)
-    flat = tf.reshape(to + n * tf.range(b)[:, None], (-1, 1))
-    return tf.reshape(tf.scatter_nd(flat, tf.reshape(values, (-1,)), (b * n,)), (b, n))
-
-
-def inverse_permutation(x: tf.Tensor) -> tf.Tensor:
-    """For int32 rows that are permutations of 0..L-1: where each value sits.
-
-    O(L) per row, no sort (an argsort is O(L log L), and slow under XLA on a CPU): under XLA a
-    scatter of the positions (``place``); elsewhere the rows, offset by L per row, form one
-    permutation of 0..B*L-1, which ``tf.math.invert_permutation`` inverts.
-    """
-    b, n = x.shape
-    if fusion.xla_active():
-        return place(tf.broadcast_to(tf.range(n), (b, n)), x)
-    offset = n * tf.range(b)[:, None]
-    return tf.reshape(tf.math.invert_permutation(tf.reshape(x + offset, (-1,))), (b, n)) - offset
 
 
 def exclusive_count(flags: tf.Tensor) -> tf.Tensor:

@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from course_lib.evo import rng
 from course_lib.evo.ops.base import Mating, genome_spec, partner_rows
-from course_lib.evo.ops.permutation import PermutationOp, exclusive_count, inverse_permutation, place
+from course_lib.evo.ops.permutation import PermutationOp, exclusive_count
+from course_lib.evo.tours import inverse_permutation, place
 
 
 class SubtourCrossover(PermutationOp, Mating):
