@@ -378,8 +378,11 @@ def policy_sentence(result: bench.Comparison, width: int, casts: int | None = No
             return f"{head}: the bfloat16 matmuls saved more than {casts_words} and the float32 updates cost."
         return (f"{head}: the layers are too narrow for a faster matmul to matter, so {casts_words} (weights to "
                 "bfloat16, gradients back to float32) are extra work on every step.")
-    return (f"At width {width}, {name} against {over}: {result.judged(name, over)}; what the narrower matmuls save "
-            f"and what {casts_words} cost come out even here, or too close to tell.")
+    if call == "no difference":
+        return (f"At width {width}, {name} against {over}: {result.judged(name, over)}; the narrower matmuls saved "
+                f"about what {casts_words} cost.")
+    return (f"At width {width}, {name} against {over}: {result.judged(name, over)}; this run cannot tell whether "
+            f"the narrower matmuls saved more than {casts_words} cost.")
 
 
 def g2p_sentence(rows: Sequence[Mapping]) -> str:

@@ -190,6 +190,11 @@ def test_policy_sentence_fits_the_verdict():
     even = fake(1.0)
     even.timings[1].name = "mixed_bfloat16"
     assert "no measurable difference" in precision.policy_sentence(even, 128)
+    assert "saved about what" in precision.policy_sentence(even, 128)
+    few = fake(0.5, rounds=3)
+    few.timings[1].name = "mixed_bfloat16"
+    text = precision.policy_sentence(few, 64)
+    assert "too few rounds" in text and "cannot tell" in text
 
 
 def test_g2p_sentence_quotes_the_reason():
