@@ -367,3 +367,23 @@ def test_double_bridge_segment_set_after_compile_is_checked_before_the_run(probl
     kick.segment = 0
     with pytest.raises(ValueError, match="segment"):
         model.evolve(evo.population.permutations(8, N, seed=1), generations=1)
+
+
+def test_focused_rounds_leave_no_improving_move_that_an_unfocused_round_finds():
+    """More far-apart improving moves than ``moves`` per round: the focus keeps watching each city whose best
+    move improves until it is applied, so after the focused rounds a full round finds nothing to improve."""
+    xy = app.cities("random", 120, seed=7)
+    fitness = evo.fitness.TSP(coordinates=xy)
+    full = attached(fitness, "TwoOpt", steps=40, candidates=None, neighbours=6, moves=16)
+    tour = evo.population.permutations(1, 120, seed=3)
+    for _ in range(10):
+        tour, before = full(tour, seed=0), tour
+        if np.array_equal(np.asarray(tour), np.asarray(before)):
+            break
+    assert full._every_change(tf.constant(tour, tf.int32)).numpy().min() >= -full.tolerance  # a local optimum
+    kicked = np.asarray(tour).copy()
+    for s in range(8):  # eight short reversals, far apart: each undone by one improving 2-opt move
+        kicked[0, 15 * s + 3:15 * s + 7] = kicked[0, 15 * s + 3:15 * s + 7][::-1]
+    assert full._every_change(tf.constant(kicked)).numpy().min() < -full.tolerance
+    focused = attached(fitness, "TwoOpt", steps=24, candidates=None, neighbours=6, moves=2, focus=24)(kicked, seed=0)
+    assert full._every_change(tf.constant(focused, tf.int32)).numpy().min() >= -full.tolerance

@@ -245,12 +245,13 @@ class TwoOpt(_LocalSearch):
     ``neighbours``: each candidate joins a city to one of its ``neighbours`` nearest cities
     (None: any two edges, uniformly).
 
-    ``focus`` (with ``candidates=None``): the rounds after the first score only the moves from ``focus``
-    cities, those whose tour edges the round before changed and those whose improving move it had to
-    leave for a better one that overlapped: don't-look bits in fixed shapes. A move from any other city
-    was scored already and found no gain, and nothing next to it has changed since, so it is skipped: a
-    tour that is a local optimum but for a few new edges (a child of two local optima, after a kick) costs
-    one full round, then rounds ``n / focus`` times cheaper. None: every round scores every move.
+    ``focus`` (with ``candidates=None``): the rounds after the first score only the moves from up to
+    ``focus`` watched cities: those whose tour edges a round changed, those whose best scored move improves
+    (applied or not), and those watched but not yet scored: don't-look bits in fixed shapes. A move from
+    any other city was scored already and found no gain, and nothing next to it has changed since, so it is
+    skipped: a tour that is a local optimum but for a few new edges (a child of two local optima, after a
+    kick) costs one full round, then rounds ``n / focus`` times cheaper. None: every round scores every
+    move.
     """
 
     def __init__(self, steps: int = 8, candidates: int = 32, moves: int = 4, neighbours: int | None = 8,
@@ -283,27 +284,28 @@ class TwoOpt(_LocalSearch):
 
     def improve_watched(self, tours: tf.Tensor, key: tf.Tensor, rows: Rows,
                         watched: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor | None]:
-        """``improve``, and with ``focus`` bool (B, n) by city: the cities the next round watches (those whose
-        edges this round changed, and those whose improving move waited; None without ``focus``). With
-        ``watched`` (and ``focus``), this round scores only the moves from ``focus`` watched cities."""
+        """``improve``, and with ``focus`` bool (B, n) by city: the cities the next round watches (``_watch``;
+        None without ``focus``). With ``watched`` (and ``focus``), this round scores only the moves from up to
+        ``focus`` watched cities."""
         b, n = tours.shape
 
         def positions(i, j, side):  # side 0: new edge (t[i], t[j]) and the one after both; side 1: before both
             u, v = (i - side) % n, (j - side) % n
             return tf.minimum(u, v), tf.maximum(u, v)
 
-        origin = None  # the position each exhaustively scored move was scored from
+        at: tf.Tensor | None = None  # the positions scored (None: every position)
+        every: tf.Tensor | None = None  # the length change of every move scored (exhaustive rounds)
         if self.candidates is None:
-            at = None
             if watched is not None:  # the positions of (up to) ``focus`` watched cities
                 on = tf.cast(tf.gather(watched, tours, batch_dims=1), tf.float32)
                 at = tf.math.top_k(on, k=min(self.focus, n), sorted=False).indices
-            delta = self._every_change(tours, at)
-            best = self._best(delta)
+            every = self._every_change(tours, at)
+            best = self._best(every)
             k = self._neighbour_count()
+            # the position each chosen move was scored from
             origin = best // (2 * k) if at is None else tf.gather(at, best // (2 * k), batch_dims=1)
             p, q = positions(*self._split((origin * k + best // 2 % k) * 2 + best % 2, tours, k, (2,)))
-            delta = tf.gather(delta, best, batch_dims=1)
+            delta = tf.gather(every, best, batch_dims=1)
         else:
             p, q = positions(*self._draw(key, rows, tours, 2))
             delta = two_opt_delta(self.distances, tours, p, q)
@@ -312,17 +314,37 @@ class TwoOpt(_LocalSearch):
         # a move overlaps another when they share an edge or a position
         improving = delta < -self.tolerance
         chosen = best_disjoint(improving, (p[:, :, None] <= q[:, None, :]) & (p[:, None, :] <= q[:, :, None]))
-        watched = None
+        following = None
         if self.focus is not None:
-            ends = tf.concat([tf.stack([p, p + 1, q, q + 1], -1) % n, cast(tf.Tensor, origin)[:, :, None]], -1)
-            watch = tf.concat([tf.tile(chosen[:, :, None], [1, 1, 4]), (improving & ~chosen)[:, :, None]], -1)
-            cities = tf.gather(tours, tf.reshape(ends, (b, -1)), batch_dims=1)
-            watched = tf.reshape(tf.math.unsorted_segment_max(
-                tf.reshape(tf.cast(watch, tf.int32), (-1,)), tf.reshape(cities + n * tf.range(b)[:, None], (-1,)),
-                b * n), (b, n)) > 0
+            following = self._watch(tours, cast(tf.Tensor, every), at, p, q, chosen, watched)
         # computed once, not inside every gather of the reversal (see ``fusion.materialize``)
         p, q, chosen = tf.unstack(fusion.materialize(tf.stack([p, q, tf.cast(chosen, tf.int32)]), key))
-        return reverse_segments(tours, p, q, chosen > 0), watched
+        return reverse_segments(tours, p, q, chosen > 0), following
+
+    def _watch(self, tours: tf.Tensor, every: tf.Tensor, at: tf.Tensor | None, p: tf.Tensor, q: tf.Tensor,
+               chosen: tf.Tensor, watched: tf.Tensor | None) -> tf.Tensor:
+        """bool (B, n) by city: what the next round watches. The four cities at the ends of each applied move
+        (their edges changed), every city scored this round whose best move improves (applied or not: a
+        better move elsewhere may have taken its place), and the cities watched before that this round did
+        not score (beyond ``focus``). A city left out was scored and has no improving move, and no edge next
+        to it changed."""
+        b, n = tours.shape
+        scored = tf.broadcast_to(tf.range(n)[None, :], (b, n)) if at is None else at  # positions (B, M)
+        gains = tf.reduce_min(tf.reshape(every, (b, scored.shape[1], -1)), axis=2) < -self.tolerance
+        ends = tf.reshape(tf.stack([p, p + 1, q, q + 1], -1) % n, (b, -1))
+        positions = tf.concat([ends, scored], 1)
+        flags = tf.concat([tf.reshape(tf.tile(chosen[:, :, None], [1, 1, 4]), (b, -1)), gains], 1)
+        offset = n * tf.range(b)[:, None]
+
+        def by_city(values, at_positions):  # max of int32 ``values`` per city of the tour positions given
+            cities = tf.gather(tours, at_positions, batch_dims=1) + offset
+            return tf.reshape(tf.math.unsorted_segment_max(tf.reshape(values, (-1,)), tf.reshape(cities, (-1,)),
+                                                           b * n), (b, n)) > 0
+
+        following = by_city(tf.cast(flags, tf.int32), positions)
+        if watched is not None:  # carried over: watched, and not scored this round
+            following |= watched & ~by_city(tf.ones_like(scored), scored)
+        return following
 
     def _every_change(self, tours: tf.Tensor, at: tf.Tensor | None = None) -> tf.Tensor:
         """float32 (B, C): the length change of every move joining the city at each of positions ``at``
