@@ -308,9 +308,9 @@ class NSGA3(Selection):
         directions: reference directions (H, M) instead, each row non-negative and not all zero.
         eliminate_duplicates: (False by default; pymoo's NSGA3 defaults to True) a child that copies a
             parent or an earlier child (gene for gene) is drawn again before it is scored, as pymoo does,
-            so no evaluation is spent on a copy (``executors.Generation.vary``); a pool row whose objectives and violation still equal an
-            earlier row's ranks after every other row, so it survives only when the distinct rows are
-            fewer than the population (``nsga3.survivors_and_state``).
+            so no evaluation is spent on a copy (``executors.Generation.vary``); a pool row whose objectives
+            and violation still equal an earlier row's ranks after every other row, so it survives only
+            when the distinct rows are fewer than the population (``nsga3.survivors_and_state``).
 
     The normalization's ideal point, worst point and extreme points are carried from one generation to
     the next (Blank, Deb and Roy 2019; ``nsga3.normalize``), checkpointed and resumed with the run.
