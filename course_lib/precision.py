@@ -24,8 +24,10 @@ from course_lib import bench, processes
 DTYPES = ("float32", "bfloat16", "float16")
 FLOAT16_MAX = 65504.0          # the largest finite float16
 FLOAT16_TINY = 2.0 ** -24      # the smallest positive float16 (a subnormal, about 5.96e-8)
-LOSS_TOLERANCE = 0.02          # mixed_bfloat16's loss may differ from float32's by this fraction at any step:
-                               # bfloat16 keeps 8 bits of mantissa, a relative step of 0.4% per rounding
+LOSS_TOLERANCE = 0.03          # mixed_bfloat16's loss may differ from float32's by this fraction at any step:
+                               # bfloat16 keeps 8 bits of mantissa, a relative step of 0.4% per rounding, and
+                               # the roundings of each layer and step compound (more where Eigen, not oneDNN,
+                               # runs the bfloat16 matmul)
 AGREEMENT_BOUND = 0.1          # a quantized model's largest output difference from float32, in probability:
                                # full integer holds each probability in 1/256 steps after int8 activations
 
