@@ -211,3 +211,26 @@ def test_half_log_sentence_only_where_the_line_is():
     assert "AVX-512F alone" in precision.half_log_sentence(line, AVX512_BF16)
     assert "AVX-512F alone" not in precision.half_log_sentence(line, AVX2_ONLY)
     assert "holds no line" in precision.half_log_sentence("", AVX2_ONLY)
+
+
+def test_course_bench_precision_is_registered_and_runs_small(tmp_path, capsys):
+    import json
+
+    from course_lib import benchmarks
+
+    command = benchmarks.commands()["precision"]
+    assert getattr(command, "bench_command", None) == "precision"
+    out = tmp_path / "precision.json"
+    assert command(["--sizes", "32", "--conv-size", "8", "--widths", "8", "--repeats", "1", "--no-processes",
+                    "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [r["op"] for r in report["rows"]] == ["matmul 32 x 32", "conv2d 3x3, 8 x 8 x 8 x 32"]
+    assert report["step_rows"][0]["width"] == 8 and report["process_rows"] == []
+    assert "float32 GFLOP/s" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_onednn_on_and_off_in_fresh_processes():
+    result = precision.onednn_comparison(64, repeats=1)
+    assert result.names == ["float32, oneDNN on", "bfloat16, oneDNN on", "float32, oneDNN off", "bfloat16, oneDNN off"]
+    assert all(v > 0 for v in precision.gflops(result, result.params["flops"]).values())
