@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from course_lib import processes
+from course_lib import bench, processes
 
 FEATURES = 16
 CASE_ENV = "COURSE_FIT_CASE"  # the child's case, as JSON (run_many gives each child its own environment)
@@ -98,26 +98,55 @@ def compiled_model(width: int = 32, *, steps_per_execution: int | str = 1, jit_c
     return model
 
 
-def one_epoch(model, x, y, batch: int):
-    """One epoch of ``model.fit`` over the arrays, in order, silently; the loss of the epoch."""
-    history = model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False)
+def in_memory_dataset(rows: int, batch: int, *, seed: int = 0):
+    """``data(rows)`` as a ``tf.data`` pipeline of batches, built once, outside any timed call: ``fit`` on
+    NumPy arrays builds such a pipeline again at every epoch."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices(data(rows, seed=seed)).batch(batch)
+
+
+def one_epoch(model, dataset):
+    """One epoch of ``model.fit`` over ``dataset``, silently; the loss of the epoch."""
+    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
     return history.history["loss"][-1]
 
 
 def fit_variants(settings: Mapping[str, Mapping[str, Any]] | None = None, *, batch: int = 64,
                  seed: int = 0) -> dict[str, Callable[..., Callable[[], Any]]]:
     """Builders for the widget: ``build(width=, steps=)`` compiles a fresh model with one setting and
-    returns the timed call, one epoch of ``steps`` batches of ``batch`` rows."""
+    returns the timed call, one epoch of ``steps`` batches of ``batch`` rows from a dataset built once."""
     settings = FIT_SETTINGS if settings is None else settings
 
     def builder(setting: Mapping[str, Any]) -> Callable[..., Callable[[], Any]]:
         def build(width: int = 32, steps: int = 64):
             model = compiled_model(width, seed=seed, **setting)
-            x, y = data(steps * batch, seed=seed)
-            return lambda: one_epoch(model, x, y, batch)
+            dataset = in_memory_dataset(steps * batch, batch, seed=seed)
+            return lambda: one_epoch(model, dataset)
         return build
 
     return {name: builder(setting) for name, setting in settings.items()}
+
+
+INPUT_NAMES = ("fit(x, y), NumPy arrays", "fit(dataset), built once")
+
+
+def input_variants(*, width: int = 32, steps: int = 64, batch: int = 64, seed: int = 0) -> dict[str, Callable]:
+    """The same epoch from NumPy arrays (``fit`` wraps them in a new ``tf.data`` pipeline every epoch) and
+    from a dataset built once, each with its own model compiled with ``steps_per_execution=1``."""
+    x, y = data(steps * batch, seed=seed)
+    arrays, ready = (compiled_model(width, seed=seed) for _ in range(2))
+    dataset = in_memory_dataset(steps * batch, batch, seed=seed)
+    return {INPUT_NAMES[0]: lambda: arrays.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False),
+            INPUT_NAMES[1]: lambda: ready.fit(dataset, epochs=1, verbose=0, shuffle=False)}
+
+
+def input_sentence(result) -> str:
+    """What feeding ``fit`` arrays costs per epoch against a dataset built once."""
+    arrays, ready = INPUT_NAMES
+    extra = (result[arrays].median_s - result[ready].median_s) * 1e3
+    return (f"{result.verdict(ready, over=arrays)}. From arrays, this epoch took {extra:,.1f} ms more: fit "
+            "builds a tf.data pipeline over the arrays (slicing, batching, tracing its functions) at every epoch.")
 
 
 def auto_steps_per_execution(width: int = 32, steps: int = 8, batch: int = 64) -> dict[str, Any]:
@@ -130,7 +159,7 @@ def auto_steps_per_execution(width: int = 32, steps: int = 8, batch: int = 64) -
         model = compiled_model(width, steps_per_execution="auto")
         out["compile"] = True
         x, y = data(steps * batch)
-        one_epoch(model, x, y, batch)
+        model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False)
         out["fit"] = True
         out["after_fit"] = model.steps_per_execution
     except Exception as exc:  # what this version says is the lesson, whatever its type
@@ -182,9 +211,9 @@ def _gain_words(small, wide, name: str, over: str, small_label: str, wide_label:
                 f"{wide.speedup(name, over):.2f}x at {wide_label}, from too few rounds to tell the two gains apart.")
     lo_s, hi_s = small.interval(name, over)
     lo_w, hi_w = wide.interval(name, over)
-    head = (f"{name} against {over}: {small.speedup(name, over):.2f}x at {small_label} "
-            f"(95% interval {lo_s:.2f}–{hi_s:.2f}x), {wide.speedup(name, over):.2f}x at {wide_label} "
-            f"(95% interval {lo_w:.2f}–{hi_w:.2f}x)")
+    head = (f"{name} against {over}: {bench.ratio_text(small.speedup(name, over))} at {small_label} "
+            f"{bench.interval_text(lo_s, hi_s)}, {bench.ratio_text(wide.speedup(name, over))} at {wide_label} "
+            f"{bench.interval_text(lo_w, hi_w)}")
     if hi_w < lo_s:
         return head + ": the gain shrinks where the arithmetic dominates."
     if lo_w > hi_s:

@@ -83,6 +83,13 @@ def test_fit_variants_run_one_epoch_of_the_steps_asked_for():
     assert np.isfinite(loss)
 
 
+def test_input_variants_train_the_same_epoch_from_arrays_and_from_a_dataset():
+    variants = fitting.input_variants(width=8, steps=3, batch=4)
+    assert list(variants) == list(fitting.INPUT_NAMES)
+    losses = [variant().history["loss"][-1] for variant in variants.values()]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)  # the same seeded model on the same batches, in order
+
+
 def test_predict_variants_compute_the_same_and_the_graph_traces_once():
     model = fitting.mlp(8)
     variants = fitting.predict_variants(model)

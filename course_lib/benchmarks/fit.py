@@ -46,7 +46,12 @@ def bench_fit(args) -> bench.Report:
                           baseline="compiled (steps_per_execution=1)", repeats=args.repeats,
                           title=f"fit, width {args.width}: compiled against run_eagerly, {args.eager_steps} batches",
                           params={"width": args.width, "steps": args.eager_steps, "batch": args.batch})
-    results += [small, wide, eager]
+    feeding = bench.compare(fitting.input_variants(width=args.width, steps=args.steps, batch=args.batch),
+                            repeats=args.repeats,
+                            title=f"fit, width {args.width}: arrays against a dataset built once, {args.steps} "
+                                  f"batches of {args.batch}",
+                            params={"width": args.width, "steps": args.steps, "batch": args.batch})
+    results += [feeding, small, wide, eager]
     serving = fitting.predict_variants(fitting.mlp(args.width))
     for rows in (1, args.large_predict):
         results.append(bench.compare({n: b(batch=rows) for n, b in serving.items()}, baseline="model.predict(x)",
