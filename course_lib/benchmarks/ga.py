@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from course_lib import bench, evo
 from course_lib.benchmarks.ga_replicas import GENERATIONS, bench_replicas, measure_replicas, replica_counts
-from course_lib.evo import engine, fusion
+from course_lib.evo import fusion
 from course_lib.lessons.evolution import (
     RASTRIGIN,
     breakdown_sentences,
@@ -28,7 +28,7 @@ GPU_SIZES = {"OneMax": (4096, 65536, 262144), "Rastrigin": (4096, 65536, 1048576
 
 def sizes(problem: str, length: int, args, target: str) -> list[int]:
     """The population sizes to time: ``--sizes``, else 512 with --quick, 4096 on a CPU, and on a GPU the
-    ``GPU_SIZES`` whose genes in flight fit the device's free memory (``engine.device_memory``)."""
+    ``GPU_SIZES`` whose genes in flight fit the device's free memory (``evo.inspect.device_memory``)."""
     if args.sizes:
         try:
             chosen = [int(s) for s in str(args.sizes).split(",") if s.strip()]
@@ -42,8 +42,8 @@ def sizes(problem: str, length: int, args, target: str) -> list[int]:
         return [512]
     if target != "gpu":
         return [4096]
-    free, _ = engine.device_memory("gpu")
-    fits = [n for n in GPU_SIZES[problem] if n * length * engine.BYTES_PER_GENE_IN_FLIGHT <= free]
+    free, _ = evo.inspect.device_memory("gpu")
+    fits = [n for n in GPU_SIZES[problem] if n * length * evo.inspect.BYTES_PER_GENE_IN_FLIGHT <= free]
     return fits or [GPU_SIZES[problem][0]]
 
 

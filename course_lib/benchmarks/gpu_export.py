@@ -24,7 +24,6 @@ import tensorflow as tf
 from tensorflow.python.eager.polymorphic_function import compiler_ir
 
 from course_lib import evo
-from course_lib.evo import engine, executors
 from course_lib.lessons.evolution import onemax_model, rastrigin_model
 
 GENERATIONS = 100
@@ -54,19 +53,18 @@ def export_problem(outdir: str, name: str, length: int, n: int, make_model) -> d
     shape = (n, length)
     population = (evo.population.random_integers(shape, 0, 2, seed=0) if name == "onemax"
                   else evo.population.uniform(shape, -5.12, 5.12, seed=0))
-    genes = engine.checked_population(model, population)
-    packed = engine.decide_packing(model, genes)
-    prog = executors.OneDevice().program(model, "xla", packed, n, None, engine.capacity(engine.WHOLE_RUN_CHUNK))
+    prog, parts = evo.inspect.program(model, population, "xla")
+    genes, packed = parts.genes, parts.packed
     if prog.target != "gpu":
         raise RuntimeError(f"the program was traced for {prog.target!r}, not the GPU target")
     base = os.path.join(outdir, f"{name}_{n}")
     meta = {"problem": name, "n": n, "length": length, "packed": packed, "generations": GENERATIONS,
             "target_shape": "gpu", "io": None}
     meta["start"] = export(prog._start, (tf.TensorSpec(shape, genes.dtype),), base + "_start")
-    state = executors.State(*[tf.TensorSpec(s[0], s[1]) for s in meta["start"]["outputs"]])
+    state = evo.inspect.State(*[tf.TensorSpec(s[0], s[1]) for s in meta["start"]["outputs"]])
     scalar = [tf.TensorSpec((), d) for d in (tf.int32, tf.int32, tf.float32, tf.int32)]
     meta["run"] = export(prog._run, (state, *scalar), base + "_run")
-    limit, patience = executors.no_limits(prog.gen.sign)
+    limit, patience = evo.inspect.no_limits(prog.gen.sign)
     meta["target"], meta["patience"] = float(limit.numpy()), int(patience.numpy())
     return meta
 

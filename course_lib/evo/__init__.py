@@ -17,7 +17,7 @@ loads (which, with Keras installed, include Keras itself: TensorFlow imports it)
 
 import importlib
 
-from course_lib.evo import callbacks, fitness, nsga3, ops, pareto, population, saving, selection
+from course_lib.evo import callbacks, fitness, inspect, nsga3, ops, pareto, population, saving, selection
 from course_lib.evo.ask_tell import AskTell
 from course_lib.evo.model import Model, load_model
 from course_lib.evo.result import Result
@@ -25,8 +25,11 @@ from course_lib.evo.saving import save_model
 from course_lib.evo.symbolic import Input
 
 __all__ = ["Input", "Model", "Result", "AskTell", "load_model", "save_model", "ops", "fitness", "selection",
-           "population",
-           "callbacks", "saving", "neuro", "nsga3", "pareto"]
+           "population", "callbacks", "saving", "neuro", "nsga3", "pareto", "inspect"]
+
+# what code outside the engine may import besides ``__all__``: the modules an extension is written with
+# (docs/engine.md, "The public surface"); tests/test_evo_surface.py holds every module of course_lib to them
+EXTENSION_MODULES = ("rng", "fusion", "knobs", "sharding", "ops.base", "ops.permutation")
 
 
 def __getattr__(name):

@@ -5,7 +5,6 @@ they are judged against live beside their problems, in ``course_lib.problems.num
 
 from __future__ import annotations
 
-import copy
 import glob
 import hashlib
 from typing import Callable
@@ -14,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, distribute, evo, graphs
-from course_lib.evo import bitpack, engine, executors, fusion, rng
+from course_lib.evo import fusion, rng
 from course_lib.problems.numpy_ga import numpy_onemax
 
 # -- the engine's models for the same problems ---------------------------------------------------
@@ -79,13 +78,12 @@ def single_call(model, population, generations: int) -> Callable[[], np.ndarray]
     """The bar ``evolve`` is held to: one XLA function that packs, runs ``generations`` generations in one
     ``tf.while_loop`` and unpacks; no checks, history, callbacks or host round trips. Its population equals
     ``model.evolve(population, generations)``'s bit for bit."""
-    genes = engine.checked_population(model, population)
-    packed = engine.decide_packing(model, genes)
-    gen = executors.Generation(model, packed, genes.shape[0], None)
+    prepared = evo.inspect.generation(model, population)
+    gen, genes = prepared.generation, prepared.genes
 
     @fusion.xla_function
     def run(genes, count):
-        state = gen.start(bitpack.pack(genes) if packed else genes)
+        state = gen.start(gen.stored(genes))
         _, state, _ = gen.loop(state, 0, lambda i, s: i < count, lambda hist, *_: hist, tf.zeros(()))
         return gen.unpack(state.population)
 
@@ -164,10 +162,8 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
     per-generation seconds with the counts the limits need (words per generation, population
     bytes, cache sizes).
     """
-    genes = engine.checked_population(model, population)
-    packed = engine.decide_packing(model, genes)
-    n = genes.shape[0]
-    gen = executors.Generation(model, packed, n, None)
+    prepared = evo.inspect.generation(model, population)
+    gen, genes, packed, n = prepared.generation, prepared.genes, prepared.packed, prepared.individuals
     state = gen.start(gen.stored(genes))
     with rng.counting() as words_drawn:
         tf.function(lambda s: gen.step(s, tf.constant(1)), autograph=False).get_concrete_function(state)
@@ -197,15 +193,10 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
         return whole
 
     def without_op(node):
-        g = copy.copy(gen)
-        g.apply = lambda op, inputs, key, rows: rows.take(inputs[0]) if op is node.op else gen.apply(op, inputs, key,
-                                                                                                      rows)
-        return whole_of(g)
+        return whole_of(prepared.without(node.op))
 
     def without_selection():
-        g = copy.copy(gen)
-        g.select = lambda pool, pool_fit, key, carried, blocks=1: (tf.range(g.rows * blocks), carried)
-        return whole_of(g)
+        return whole_of(prepared.without_selection())
 
     names = _part_names(model)
     parts = {"whole generation": whole_of(gen), "random words alone": words}
