@@ -60,7 +60,7 @@ def _widest(features: Mapping[str, bool]) -> str:
 def dtype_sentence(result: bench.Comparison, name: str = "bfloat16", over: str = "float32", *,
                    features: Mapping[str, bool] | None = None, onednn: bool | None = None) -> str:
     """One sentence reading ``result``'s verdict of ``name`` against ``over`` with the reason this processor
-    gives: "bfloat16 ran 1.9x faster than float32 (95% interval ...) because this processor has AVX-512 BF16
+    gives: "bfloat16: 1.9x faster than float32 (95% interval ...), because this processor has AVX-512 BF16
     instructions ...", and the true opposite on a processor without them.
 
     Args:
@@ -78,7 +78,7 @@ def dtype_sentence(result: bench.Comparison, name: str = "bfloat16", over: str =
         return f"{name} against {over}: {result.judged(name, over)}."
     measured = result.judged(name, over)
     ratio_words, _, interval = result.ratio_with_interval(name, over).partition(" (")
-    head = f"{name} ran {ratio_words} than {over} ({interval}"
+    head = f"{name}: {ratio_words} than {over} ({interval}"  # the course's verdict notation
     if call == "faster":
         if native and onednn is not False:
             return (f"{head}, because this processor has {native}, which oneDNN uses to multiply {kind} "
@@ -109,7 +109,7 @@ def float16_sentence(result: bench.Comparison, library: str, name: str = "float1
         return f"{name} against {over}: {result.judged(name, over)}."
     ratio_words, _, interval = result.ratio_with_interval(name, over).partition(" (")
     call = result.call(name, over)
-    head = (f"{name} ran {ratio_words} than {over} ({interval}" if call in ("faster", "slower")
+    head = (f"{name}: {ratio_words} than {over} ({interval}" if call in ("faster", "slower")
             else f"{name} against {over}: {result.judged(name, over)}")
     if library == "oneDNN":
         return f"{head}; oneDNN ran its kernel, so this processor has float16 arithmetic it could use."
@@ -375,16 +375,16 @@ def policy_sentence(result: bench.Comparison, width: int, casts: int | None = No
     casts_words = f"its {casts} casts" if casts else "its casts"
     if call in ("faster", "slower"):
         ratio_words, _, interval = result.ratio_with_interval(name, over).partition(" (")
-        head = f"At width {width}, {name} ran the step {ratio_words} than {over} ({interval}"
+        head = f"At width {width}, {name}: {ratio_words} than {over} per training step ({interval}"
         if call == "faster":
             return f"{head}: the bfloat16 matmuls saved more than {casts_words} and the float32 updates cost."
         return (f"{head}: the layers are too narrow for a faster matmul to matter, so {casts_words} (weights to "
                 "bfloat16, gradients back to float32) are extra work on every step.")
     if call == "no difference":
-        return (f"At width {width}, {name} against {over}: {result.judged(name, over)}; the narrower matmuls saved "
-                f"about what {casts_words} cost.")
-    return (f"At width {width}, {name} against {over}: {result.judged(name, over)}; this run cannot tell whether "
-            f"the narrower matmuls saved more than {casts_words} cost.")
+        return (f"At width {width}, {name} against {over} per training step: {result.judged(name, over)}; the "
+                f"narrower matmuls saved about what {casts_words} cost.")
+    return (f"At width {width}, {name} against {over} per training step: {result.judged(name, over)}; this run "
+            f"cannot tell whether the narrower matmuls saved more than {casts_words} cost.")
 
 
 def g2p_sentence(rows: Sequence[Mapping]) -> str:

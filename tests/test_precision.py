@@ -29,15 +29,24 @@ def test_cpu_features_read_from_the_machine_description():
 
 def test_gain_on_avx512_bf16_names_the_instructions():
     text = precision.dtype_sentence(fake(0.5), features=AVX512_BF16, onednn=True)
-    assert text.startswith("bfloat16 ran 2x faster than float32 (95% interval")
+    assert text.startswith("bfloat16: 2x faster than float32 (95% interval")
     assert "because this processor has AVX-512 BF16 instructions" in text
     assert "AMX tile instructions" in precision.dtype_sentence(fake(0.5), features=AMX, onednn=True)
 
 
 def test_loss_on_avx2_only_says_the_opposite():
     text = precision.dtype_sentence(fake(2.5), features=AVX2_ONLY, onednn=True)
-    assert text.startswith("bfloat16 ran 2.5x slower than float32 (95% interval")
+    assert text.startswith("bfloat16: 2.5x slower than float32 (95% interval")
     assert "no bfloat16 instructions (AVX2 only)" in text and "widened to float32" in text
+
+
+def test_sentences_are_read_back_as_verdicts():
+    from course_lib import lectures
+
+    text = precision.dtype_sentence(fake(0.5), features=AVX512_BF16, onednn=True)
+    assert lectures._verdicts_in_text(text) == {"bfloat16 | float32": "faster"}
+    same = precision.dtype_sentence(fake(1.0), features=AVX2_ONLY, onednn=True)
+    assert lectures._verdicts_in_text(same) == {"bfloat16 | float32": "no difference"}
 
 
 def test_other_cases_stay_true_to_the_verdict():
@@ -59,7 +68,7 @@ def test_float16_sentence_names_the_library():
     r = fake(1.3)
     r.timings[1].name = "float16"
     text = precision.float16_sentence(r, "TensorFlow")
-    assert text.startswith("float16 ran 1.3x slower than float32") and "saves memory here, not time" in text
+    assert text.startswith("float16: 1.3x slower than float32") and "saves memory here, not time" in text
     r = fake(0.5)
     r.timings[1].name = "float16"
     assert "half the bytes" in precision.float16_sentence(r, "TensorFlow")
@@ -182,7 +191,7 @@ def test_policy_sentence_fits_the_verdict():
     slow = fake(1.3)
     slow.timings[1].name = "mixed_bfloat16"
     text = precision.policy_sentence(slow, 32, casts=16)
-    assert text.startswith("At width 32, mixed_bfloat16 ran the step 1.3x slower than float32")
+    assert text.startswith("At width 32, mixed_bfloat16: 1.3x slower than float32 per training step")
     assert "too narrow" in text and "16 casts" in text
     fast = fake(0.4)
     fast.timings[1].name = "mixed_bfloat16"
@@ -190,6 +199,11 @@ def test_policy_sentence_fits_the_verdict():
     even = fake(1.0)
     even.timings[1].name = "mixed_bfloat16"
     assert "no measurable difference" in precision.policy_sentence(even, 128)
+    from course_lib import lectures
+
+    for r, call in ((slow, "slower"), (even, "no difference")):  # the same key whatever the call
+        assert lectures._verdicts_in_text(precision.policy_sentence(r, 32)) == {
+            "At width 32, mixed_bfloat16 | float32 per training step": call}
     assert "saved about what" in precision.policy_sentence(even, 128)
     few = fake(0.5, rounds=3)
     few.timings[1].name = "mixed_bfloat16"
