@@ -10,8 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench, evo, graphs
-from course_lib.benchmarks import nsga3
-from course_lib.benchmarks.nsga3 import selection_speed  # noqa: F401 (lecture 17 calls it from here)
+from course_lib.lessons import nsga3_race
+from course_lib.lessons.nsga3_race import selection_speed  # noqa: F401 (lecture 17 calls it from here)
 from course_lib.problems import dtlz
 from course_lib.problems import multiobjective as mo
 
@@ -192,9 +192,9 @@ def breakdown_sentence(parts: dict[str, float], population: int) -> str:
 def beside_pymoo(seeds: int, generations_scale: float = 1.0) -> dict:
     """NSGA-III on DTLZ2 with three objectives, Deb and Jain's settings (population 92, 91 directions, 250
     generations), the engine and, where it is installed, pymoo's NSGA-III with the same settings and seeds
-    0..seeds-1: ``benchmarks.nsga3.accuracy``'s row (median IGD of each, their ratio with an interval over
+    0..seeds-1: ``nsga3_race.accuracy``'s row (median IGD of each, their ratio with an interval over
     the seeds and a verdict, generations per second)."""
-    return nsga3.accuracy([(2, 3)], list(range(seeds)), generations_scale)[0]
+    return nsga3_race.accuracy([(2, 3)], list(range(seeds)), generations_scale)[0]
 
 
 def beside_pymoo_verdicts(row: dict) -> bench.Verdicts:
