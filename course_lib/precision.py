@@ -582,7 +582,8 @@ class Lite:
 
 
 def quantized_models(model, x: np.ndarray) -> dict[str, Lite]:
-    """``model`` converted with each of ``QUANTIZATIONS``, full integer calibrated on rows of ``x``."""
+    """``model`` converted with each of ``QUANTIZATIONS``, full integer calibrated on rows of ``x`` (training
+    rows: the rows the outputs are judged on should be ones calibration never saw)."""
     rep = representative_dataset(x)
     return {kind: Lite.of(kind, convert(model, kind, representative=rep if kind.startswith("full") else None))
             for kind in QUANTIZATIONS}
