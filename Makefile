@@ -5,13 +5,21 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 KERNEL := tf-perf-course
 
-.PHONY: lectures test test-all test-slow test-browser lab kernel clean
+.PHONY: lectures test test-all test-slow test-browser lab kernel clean constraints
 
-$(STAMP): pyproject.toml
+# constraints.txt pins every package to the versions the suite last passed with, per Python
+# (`make constraints` writes it from the venvs CI makes; .ci/constraints.py says how).
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
+
+# The lowest, the development and the highest Python's venvs (each made by `make` with that PYTHON and VENV).
+CONSTRAINT_VENVS ?= .venv-low .venv .venv-high
+constraints:
+	$(BIN)/python .ci/constraints.py $(foreach v,$(CONSTRAINT_VENVS),$(v)/bin/python) > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 # The environment's kernels keep TensorFlow's C++ log out of notebooks (course_lib/kernel.py).
 kernel: $(STAMP)
