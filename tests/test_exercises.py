@@ -1,7 +1,12 @@
+import re
+from pathlib import Path
+
 import nbformat
 import pytest
 
 from course_lib import exercises
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def solution_nb():
@@ -70,3 +75,18 @@ def test_build_and_check_detect_drift(tmp_path):
 
 def test_repository_exercises_are_in_sync():
     assert exercises.check() == []
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_a_lectures_exercises_cell_lists_each_of_its_exercises(path):
+    from course_lib import checks
+
+    registered = checks.exercises_of(path.name[:2])
+    sections = [c.source.split("## Exercises", 1)[1] for c in nbformat.read(path, as_version=4).cells
+                if c.cell_type == "markdown" and re.search(r"^## Exercises", c.source, re.MULTILINE)]
+    if not registered:
+        return
+    assert sections, f"{path.name} has exercises but no closing '## Exercises' section that lists them"
+    listed = re.findall(r"^\d+\. (.+)$", sections[-1], re.MULTILINE)
+    assert len(listed) == len(registered), (f"{path.name}'s Exercises cell lists {listed}; its exercises are "
+                                            f"{[e.title for e in registered]}")

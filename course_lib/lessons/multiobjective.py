@@ -194,7 +194,7 @@ def beside_pymoo(seeds: int, generations_scale: float = 1.0) -> dict:
     generations), the engine and, where it is installed, pymoo's NSGA-III with the same settings and seeds
     0..seeds-1: ``nsga3_race.accuracy``'s row (median IGD of each, their ratio with an interval over
     the seeds and a verdict, generations per second)."""
-    return nsga3_race.accuracy([(2, 3)], list(range(seeds)), generations_scale)[0]
+    return nsga3_race.accuracy([(2, 3)], list(range(seeds)), generations_scale, progress=False)[0]
 
 
 def beside_pymoo_verdicts(row: dict) -> bench.Verdicts:

@@ -106,9 +106,10 @@ def pymoo_run(problem: dtlz.Dtlz, directions: np.ndarray, size: int, generations
 
 
 def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates: bool = True,
-             with_pymoo: bool = True, genes: str = GENES) -> list[dict]:
+             with_pymoo: bool = True, genes: str = GENES, progress: bool = True) -> list[dict]:
     """One row per (problem, objectives): the median final IGD over ``seeds`` of the engine and (when
-    ``with_pymoo`` and it is installed) of pymoo on the same settings, and median generations per second.
+    ``with_pymoo`` and it is installed) of pymoo on the same settings, and median generations per second;
+    with ``progress``, a line per run as it ends (a long benchmark shows it is moving).
     ``eliminate_duplicates``: the engine's ``NSGA3(eliminate_duplicates=)``; pymoo's NSGA-III eliminates
     duplicates by default, so True is the same setting. ``genes``: the engine's gene dtype.
 
@@ -134,7 +135,8 @@ def accuracy(cases, seeds, generations_scale: float = 1.0, eliminate_duplicates:
                 x, rate = run(seed)
                 igds.append(igd(non_dominated(problem.numpy(x)), problem.front))
                 rates.append(rate)
-                print(f"  DTLZ{number} M={m} {name} seed {seed}: IGD {igds[-1]:.4g}, {rate:.4g} gen/s", flush=True)
+                if progress:
+                    print(f"  DTLZ{number} M={m} {name} seed {seed}: IGD {igds[-1]:.4g}, {rate:.4g} gen/s", flush=True)
             row[f"{name} IGD"], row[f"{name} gen/s"] = float(np.median(igds)), float(np.median(rates))
         if "pymoo IGD" in row:
             row["IGD engine / pymoo"] = row["engine IGD"] / row["pymoo IGD"]
