@@ -61,7 +61,8 @@ class AskTell:
         self.model, self.n = model, genes.shape[0]
         self.mode = model.chosen_mode or ("graph" if model.mode == "auto" else model.mode)
         self._target = fusion.resolve_target(model.target, [fusion.placed_device()])
-        self.generation, self.history = 0, {k: [] for k in model.history_keys()}
+        self.generation = 0
+        self.history: dict[str, list[float]] = {k: [] for k in model.history_keys()}
         self._genes, self._state, self._asked = genes, None, None
         if saved is not None:
             self._restore(saved)

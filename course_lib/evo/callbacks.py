@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -82,7 +83,7 @@ class ProgressBar(Callback):
 
     def __init__(self, **tqdm_options):
         self.options = {"desc": "evolve", "unit": "gen", **tqdm_options}
-        self.bar = None
+        self.bar: Any = None  # the tqdm bar, made when a run begins
 
     def on_evolve_begin(self, run):
         from tqdm.auto import tqdm
@@ -161,7 +162,7 @@ class TensorBoard(Callback):
 
     def __init__(self, logdir):
         self.logdir = os.fspath(logdir)
-        self.writer = None
+        self.writer: Any = None  # the summary writer, made when a run begins
         self._written = 0
 
     def on_evolve_begin(self, run):

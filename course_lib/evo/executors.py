@@ -460,7 +460,8 @@ class OneDeviceProgram:
         self.gen = Generation(model, packed, n, batch)
         wrap = compiler(model, mode, target)
         self._start, self._run = wrap(self._start_fn), wrap(self._run_fn)
-        self._unpacked = (None, ())  # (state, its unpacked population and best) from the last run
+        # (state, its unpacked population and best) from the last run
+        self._unpacked: tuple[Any, tuple] = (None, ())
 
     def _start_fn(self, genes):
         self.gen.traced()

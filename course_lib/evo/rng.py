@@ -53,7 +53,7 @@ def _rotl(x: tf.Tensor, r: int) -> tf.Tensor:
 
 
 GENERATORS = ("splitmix64", "threefry")
-_WORDS = contextvars.ContextVar("evo_random_words", default=None)
+_WORDS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("evo_random_words", default=None)
 _GENERATOR = contextvars.ContextVar("evo_generator", default=GENERATORS[0])
 
 
