@@ -177,6 +177,8 @@ TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after 
 TOO_FEW = "too few rounds"       # the verdict of a pair with fewer than MIN_ROUNDS rounds: not judged at all
 TOO_SMALL = "too small to call"  # the verdict of an interval within MIN_FLOOR of 1 that excludes 1
 NEGLIGIBLE = ("no difference", TOO_SMALL)  # the settled verdicts that call no difference worth the name
+# how a sentence writes each uncalled verdict before its ratio (``lectures`` reads them back the same way)
+CALL_WORDS = {"no difference": "no measurable difference", TOO_SMALL: f"a difference {TOO_SMALL}", TOO_CLOSE: TOO_CLOSE}
 
 
 def looks(repeats: int) -> int:
@@ -338,8 +340,7 @@ class Comparison:
         if call == TOO_FEW:
             return self._too_few(name, over)
         text = self.ratio_with_interval(name, over)
-        return {"no difference": f"no measurable difference, {text}", TOO_SMALL: f"a difference {TOO_SMALL}, {text}",
-                TOO_CLOSE: f"{TOO_CLOSE}, {text}"}.get(call, text)
+        return f"{CALL_WORDS[call]}, {text}" if call in CALL_WORDS else text
 
     def uncalled(self, name: str, over: str | None = None) -> str:
         """What a pair whose difference was not called shows, in words that match its interval: "no measurable
@@ -398,8 +399,8 @@ class Comparison:
             return f"{name} against {over}: {self._too_few(name, over)}"
         text = self.ratio_with_interval(name, over)
         if call in NEGLIGIBLE:
-            words = "no measurable difference" if call == "no difference" else f"a difference {TOO_SMALL}"
-            return f"{name} against {over}: {words}, {text}, within the least noise floor of {_factor(MIN_FLOOR)}x"
+            return (f"{name} against {over}: {CALL_WORDS[call]}, {text}, within the least noise floor of "
+                    f"{_factor(MIN_FLOOR)}x")
         floor_words = self._floor_words(name, over)
         if call == TOO_CLOSE:
             lo, hi = self.interval(name, over)

@@ -339,8 +339,8 @@ def _judged(m: re.Match) -> str:
 
 def _verdicts_in_text(text: str) -> dict[str, str]:
     found = {_judged(m): m["call"] for m in _CALLED.finditer(text)}
-    words = {"no measurable difference": "no difference", "a difference too small to call": bench.TOO_SMALL}
-    found.update({_judged(m): words.get(m["call"], m["call"]) for m in _NOT_CALLED.finditer(text)})
+    calls = {words: call for call, words in bench.CALL_WORDS.items()}
+    found.update({_judged(m): calls.get(m["call"], m["call"]) for m in _NOT_CALLED.finditer(text)})
     return found
 
 

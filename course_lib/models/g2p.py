@@ -509,8 +509,7 @@ class LatencyTable:
             elif call == "slower":
                 lines.append(f"{step}: {bench.ratio_text(1 / ratio)} slower, a loss")
             elif call in bench.NEGLIGIBLE:
-                words = "no measurable difference" if call == "no difference" else f"a difference {bench.TOO_SMALL}"
-                lines.append(f"{step}: {words} ({bench.ratio_text(ratio)}), not a gain")
+                lines.append(f"{step}: {bench.CALL_WORDS[call]} ({bench.ratio_text(ratio)}), not a gain")
             else:
                 lines.append(f"{step}: {call} ({bench.ratio_text(ratio)}), not counted as a gain")
         called = [(step, ratio) for step, ratio, call in steps if call == "faster"]

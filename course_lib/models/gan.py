@@ -501,10 +501,8 @@ class JourneyRatios:
         out = []
         for r in self.rows:
             here = bench.ratio_text(r["this machine"]) + " on this machine"
-            if r["call"] == "no difference":
-                here += " (no measurable difference)"
-            elif r["call"] == bench.TOO_SMALL:
-                here += f" (a difference {bench.TOO_SMALL})"
+            if r["call"] in bench.NEGLIGIBLE:
+                here += f" ({bench.CALL_WORDS[r['call']]})"
             elif r["call"] == bench.TOO_CLOSE:
                 here += f" ({bench.TOO_CLOSE} against the noise floor)"
             elif r["call"] == bench.TOO_FEW:
