@@ -419,7 +419,8 @@ class GaussianMutation(_GeneMutation):
     def knobs(self, spec):
         # rate 1 changes every gene with no mask: another structure
         mask = super().knobs(spec) if self.rate < 1 else knobs.Knobs()
-        return knobs.Knobs((self.rate < 1, mask.structure), {**mask.values, "stddev": np.asarray(self.stddev, np.float32)})
+        stddev = np.asarray(self.stddev, np.float32)
+        return knobs.Knobs((self.rate < 1, mask.structure), {**mask.values, "stddev": stddev})
 
     @classmethod
     def example(cls, length):
