@@ -47,6 +47,7 @@ __all__ = [
     "measure",
     "compare",
     "compare_timers",
+    "round_order",
     "machine",
     "machine_summary",
     "table",
@@ -173,6 +174,7 @@ LOOK_BLOCKS = (1, 2, 4, 8)  # ``compare_timers`` judges the rounds after this ma
 MORE_ROUNDS = 2          # and always runs this many blocks while a ratio is unsettled; beyond them, more only
 SETTLE_S = 10.0          # while its rounds so far took under this many seconds (few rounds give lumpy intervals;
 MOST_ROUNDS = LOOK_BLOCKS[-1]  # cheap ones can afford more), up to this many blocks
+ROUND_SEED = 0           # seeds the order of the variants in each round (``round_order``)
 TOO_CLOSE = "too close to call"  # the verdict of a ratio still unsettled after the extra rounds
 TOO_FEW = "too few rounds"       # the verdict of a pair with fewer than MIN_ROUNDS rounds: not judged at all
 TOO_SMALL = "too small to call"  # the verdict of an interval within MIN_FLOOR of 1 that excludes 1
@@ -191,6 +193,19 @@ def looks(repeats: int) -> int:
     the chance that any of them misses, and so the one reported, stays under 5%.
     """
     return max(1, sum(1 for blocks in LOOK_BLOCKS if blocks * repeats >= MIN_ROUNDS))
+
+
+def round_order(names: Sequence[str], r: int) -> list[str]:
+    """The order round ``r`` runs ``names`` in (the baseline's twin among them): a shuffle seeded by
+    ``ROUND_SEED`` and the round's number, so the same rounds always run in the same order.
+
+    A call can be slower right after another variant (its threads still spinning, its data in the caches).
+    A fixed order puts each variant after the same neighbour in most rounds, so that neighbour's cost lands on
+    one side of a ratio, the A/A pair's included; a shuffled order spreads it over every variant and every
+    round, where the bootstrap sees it as noise.
+    """
+    rng = np.random.default_rng([ROUND_SEED, r])
+    return [names[i] for i in rng.permutation(len(names))]
 
 
 def ratio_interval(over_s: Sequence[float], name_s: Sequence[float],
@@ -289,7 +304,7 @@ class Comparison:
         """A variant's own noise floor. The baseline's is ``noise_floor``. Any other variant is set against
         itself in adjacent rounds (rounds 1 and 2, 3 and 4, ...): the farther end of that pair's 95% interval,
         never less than ``MIN_FLOOR``. It costs no extra timing, and it holds the variant's own jitter and
-        what a neighbour left behind for it (each round starts one variant later), not the baseline's."""
+        what a neighbour left behind for it (each round runs the variants in another order), not the baseline's."""
         if name == self.baseline:
             return self.noise_floor
         times = self[name].times_s
@@ -377,40 +392,20 @@ class Comparison:
         n = min(len(self[name].times_s), len(self[over or self.baseline].times_s))
         return f"{TOO_FEW} to judge ({n}; at least {MIN_ROUNDS} needed)"
 
-    def _floor_words(self, name: str, over: str) -> str:
-        floor = self.floor(name, over)
-        return (f"noise floor {_factor(floor)}x" if self.baseline in (name, over)
-                else f"this pair's noise floor {_factor(floor)}x")
-
     def verdict(self, name: str, over: str | None = None) -> str:
-        """One sentence read from the measurement, so committed prose and a re-run cannot disagree.
+        """One sentence read from the measurement, so committed prose and a re-run cannot disagree: the pair,
+        the verdict and the interval, nothing of the method (lecture 00 explains it once).
 
-        "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x; noise floor 1.05x)", "... 3.1x
-        slower than ...", "cache against naive: no measurable difference, 1.02x (95% interval 0.97–1.03x),
-        within the least noise floor of 1.05x", "cache against naive: a difference too small to call, 1.04x
-        (95% interval 1.03–1.05x), within the least noise floor of 1.05x", "cache against naive: too close to
-        call, 1.06x (95% interval 1.02–1.11x), reaching across the noise floor of 1.05x", or "cache against
-        naive: too few rounds to judge (3; at least 5 needed)". A pair without the baseline names its own floor
-        ("this pair's noise floor"). ``lectures.verdicts_in`` reads them back.
+        "prefetch: 1.92x faster than naive (95% interval 1.85–1.99x)", "naive: 3.1x slower than prefetch (...)",
+        "cache against naive: no measurable difference, 1.02x (95% interval 0.97–1.03x)", "... a difference too
+        small to call, 1.04x (...)", "... too close to call, 1.06x (...)" or "cache against naive: too few rounds
+        to judge (3; at least 5 needed)". ``lectures.verdicts_in`` reads them back.
         """
         over = over or self.baseline
-        call = self.call(name, over)
-        if call == TOO_FEW:
-            return f"{name} against {over}: {self._too_few(name, over)}"
-        text = self.ratio_with_interval(name, over)
-        if call in NEGLIGIBLE:
-            return (f"{name} against {over}: {CALL_WORDS[call]}, {text}, within the least noise floor of "
-                    f"{_factor(MIN_FLOOR)}x")
-        floor_words = self._floor_words(name, over)
-        if call == TOO_CLOSE:
-            lo, hi = self.interval(name, over)
-            floor = self.floor(name, over)
-            the_floor = ("the " if self.baseline in (name, over) else "") + floor_words.replace("floor ", "floor of ")
-            where = (f"reaching across {the_floor}" if lo < 1 / floor or hi > floor else
-                     f"inside {the_floor}, too wide to rule out a difference")
-            return f"{name} against {over}: {TOO_CLOSE}, {text}, {where}"
-        ratio_words, _, interval = text.partition(" (")
-        return f"{name}: {ratio_words} than {over} ({interval[:-1]}; {floor_words})"
+        if self.apart(name, over):
+            ratio_words, _, interval = self.ratio_with_interval(name, over).partition(" (")
+            return f"{name}: {ratio_words} than {over} ({interval}"
+        return f"{name} against {over}: {self.judged(name, over)}"
 
     def verdicts(self) -> "Verdicts":
         """Every variant's verdict against the baseline, shown as a Markdown list in a notebook."""
@@ -434,14 +429,11 @@ class Comparison:
         return out
 
     def floor_text(self) -> str:
-        """How the noise floors were measured and what the intervals cover, for a caption."""
-        how = (f"the baseline against itself in the same {len(self.twin.times_s)} rounds" if self.twin is not None
-               else "no A/A pair was timed, so the least floor")
-        text = f"noise floor {_factor(self.noise_floor)}x ({how})"
-        if self.looks > 1:
-            text += (f"; each interval at {self.confidence:.2%} so that the {self.looks} looks at the rounds keep "
-                     f"{CONFIDENCE:.0%} in all")
-        return text
+        """The measured noise floor, for a caption: "noise floor 1.17x, A/A in the same 10 rounds". What a floor
+        is and how the intervals are taken, lecture 00 says once."""
+        how = (f"A/A in the same {len(self.twin.times_s)} rounds" if self.twin is not None
+               else "the least: no A/A pair timed")
+        return f"noise floor {_factor(self.noise_floor)}x, {how}"
 
     def to_dict(self) -> dict:
         def variant(t: Timing) -> dict:
@@ -562,7 +554,7 @@ def compare(variants: Mapping[str, Callable[[], Any]], *, baseline: str | None =
     ``warmup`` untimed and ``repeats`` timed rounds follow; in each round every variant runs once
     (``number`` calls; when None, as many as last ``min_repeat_s``, sized from the last warm-up
     call), the baseline twice (the
-    A/A pair that sets the noise floor), and each round starts one variant later, so drift in the
+    A/A pair that sets the noise floor), in an order shuffled each round (``round_order``), so drift in the
     machine's load and what a variant leaves behind for the next hit them alike.
     ``on_result(timing, done, total)`` is called for each variant once all rounds are done.
     ``in_turns`` is always true: variants timed one after the other are lecture 00's fourth mistake.
@@ -606,8 +598,8 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     ``timers[name]()`` times one round of variant ``name`` and returns seconds per call (``compare``
     times a callable here; ``processes.Workers`` asks a live process). Each of ``repeats`` rounds runs
     every timer once and the baseline's twice (``twin``, the baseline's timer by default: a second
-    process of the same kind, for variants in their own processes), each round starting one variant
-    later. ``first_call_s`` is each variant's first call, timed before the rounds.
+    process of the same kind, for variants in their own processes), in an order shuffled each round
+    (``round_order``). ``first_call_s`` is each variant's first call, timed before the rounds.
 
     A verdict flips between two runs when a ratio's interval straddles an edge of the noise floor: the
     rounds could not tell. So the rounds are judged after each of ``LOOK_BLOCKS`` blocks of ``repeats`` rounds,
@@ -637,10 +629,7 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     r, started = 0, time.perf_counter()
     for blocks in LOOK_BLOCKS:
         while r < blocks * repeats:
-            # each round starts one variant later, so no variant always runs right after the same one:
-            # a call straight after a long NumPy run can be slower (caches, allocator, threads;
-            # docs/performance.md has the figure)
-            for name in order[r % len(order):] + order[:r % len(order)]:
+            for name in round_order(order, r):
                 times[name].append(run[name]())
             r += 1
         comparison = measured()
