@@ -29,8 +29,8 @@ import tensorflow as tf
 from course_lib.arguments import whole
 
 __all__ = [
-    "small_ops", "small_ops_variants", "matmul_variants", "kernel_threads", "conv_model", "make_train_step",
-    "train_step_variants", "eagerly", "save_and_load",
+    "small_ops", "small_ops_variants", "matmul_variants", "kernel_threads", "matmul_reading", "conv_model",
+    "make_train_step", "train_step_variants", "eagerly", "save_and_load",
     "TraceCounter", "describe_args", "traces_per_call", "concrete", "signature", "operations",
     "op_properties", "op_types", "format_rows", "autograph_code", "captured_tf_warnings",
     "error_summary", "variable_in_function_error", "LazyScale", "retracing_variants",
@@ -113,6 +113,48 @@ def kernel_threads(fn: Callable[[], Any], op_type: str, steps: int = 2) -> list[
     caller = trace.steps[0].thread
     return sorted({"the calling thread" if e.thread == caller else e.thread.split("/")[0]
                    for e in trace.events if kernels.runs_op(e.name, op_type)})
+
+
+def matmul_reading(result, dispatch_s: float, timed: Mapping[str, Callable[[], Any]]) -> str:
+    """Why one big matmul ran as it did as a graph, read from ``matmul_variants``' comparison.
+
+    Within about three dispatches the gap is all a graph can change; beyond that it is not dispatch, and
+    the sentence names where each variant's MatMul kernel ran (``kernel_threads``, profiled only then).
+
+    Args:
+        result: the comparison of ``matmul_variants`` (baseline "eager", then "tf.function" and
+            "concrete function").
+        dispatch_s: one eager dispatch on this machine, measured (the small-ops demo's time per operation).
+        timed: the callables the comparison timed, by variant name (``SpeedupWidget.timed``).
+    """
+    if not dispatch_s > 0:
+        raise ValueError(f"dispatch_s must be a measured time > 0 s, got {dispatch_s!r}")
+    dispatch_us = dispatch_s * 1e6
+    gap_us = (result["eager"].median_s - result["tf.function"].median_s) * 1e6
+    way = "faster" if gap_us > 0 else "slower"
+    text = (f"One operation means one dispatch, about {dispatch_us:.0f} µs on this machine (measured with the "
+            f"small operations above), against a kernel of {result['tf.function'].median_s * 1e3:.1f} ms. ")
+    if not result.apart("tf.function"):
+        return text + "This machine could not tell the two apart: a graph can save at most that one dispatch."
+    if abs(gap_us) <= 3 * dispatch_us:
+        return text + (f"The graph was {abs(gap_us):.0f} µs {way} per call, about one dispatch: that is all a "
+                       "graph can change here.")
+    ran = {name: kernel_threads(timed[name], "MatMul") for name in ("eager", "tf.function")}
+    spec = tf.TensorSpec([None, None])
+    ops = [op.type for op in tf.function(tf.matmul).get_concrete_function(spec, spec).graph.get_operations()]
+    route = ("Nor is it `tf.function`'s Python call path: calling its concrete function directly skips it, "
+             if not result.apart("concrete function", "tf.function") else
+             "Calling its concrete function directly skips `tf.function`'s Python call path, ")
+    return text + (
+        f"The graph was {abs(gap_us) / 1e3:.2f} ms {way} per call, {abs(gap_us) / dispatch_us:.0f} times one "
+        f"dispatch, so the difference is not dispatch. {route}and reads "
+        f"*{result.verdict('concrete function', over='tf.function')}*. The graph holds nothing but the matmul "
+        f"({', '.join(ops)}), and the profiler shows where each ran: the eager MatMul on "
+        f"{' and '.join(ran['eager'])}, the graph's on {' and '.join(ran['tf.function'])}, the executor's thread "
+        "pool. So a graph call hands its kernel to a pool thread and waits for it. This run does not time that "
+        "hand-off apart from the kernel, so it cannot tell whether the gap is the route or the kernel itself "
+        "running slower on the pool's thread. The variants took turns, one call each, so the machine's load hit "
+        "all three alike.")
 
 
 def conv_model(image_size: int = 28, classes: int = 10):

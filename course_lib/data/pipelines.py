@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 import time
 from contextlib import nullcontext
@@ -18,30 +19,75 @@ from course_lib.data.shards import Shards
 
 AUTOTUNE = tf.data.AUTOTUNE
 
-# Each step adds one change to the one before it, except "cache" and "vectorised":
-# both start from "interleave" and are alternatives (once the map's output is cached
-# there is no map call left to vectorise).
-VARIANTS = ("naive", "prefetch", "parallel map", "interleave", "cache", "vectorised")
+# -- the variants: one function each, whose source is the technique ------------------------------
+# Each takes the file names, the function that opens a shard into its records, the decode function and
+# the batch size. Each step adds one change to the one before it, except "cache" and "vectorised": both
+# start from "interleave" and are alternatives (once the map's output is cached there is no map call
+# left to vectorise).
 
-_DESCRIPTIONS = {
-    "naive": "read the shards one after another, map each record, batch",
-    "prefetch": "+ prefetch: the pipeline runs ahead of the consumer on its own thread",
-    "parallel map": "+ map(num_parallel_calls=AUTOTUNE): several records decoded at once",
-    "interleave": "+ interleave(num_parallel_calls=AUTOTUNE): all shards opened and read at once",
-    "cache": "interleave + cache() after the map: later epochs come from memory",
-    "vectorised": "interleave, but batch then map: one decode call per batch, not per record",
-}
+def naive(files, read, decode, batch_size):
+    """read the shards one after another, map each record, batch"""
+    return files.flat_map(read).map(decode).batch(batch_size)
+
+
+def prefetched(files, read, decode, batch_size):
+    """+ prefetch: the pipeline runs ahead of the consumer on its own thread"""
+    return files.flat_map(read).map(decode).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def parallel_map(files, read, decode, batch_size):
+    """+ map(num_parallel_calls=AUTOTUNE): several records decoded at once"""
+    return (files.flat_map(read)
+            .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(batch_size)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def interleaved(files, read, decode, batch_size):
+    """+ interleave(num_parallel_calls=AUTOTUNE): all shards opened and read at once"""
+    return (files.interleave(read, cycle_length=files.cardinality(), num_parallel_calls=tf.data.AUTOTUNE)
+            .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(batch_size)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def cached(files, read, decode, batch_size):
+    """interleave + cache() after the map: later epochs come from memory"""
+    return (files.interleave(read, cycle_length=files.cardinality(), num_parallel_calls=tf.data.AUTOTUNE)
+            .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            .cache()
+            .batch(batch_size)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def vectorised(files, read, decode, batch_size):
+    """interleave, but batch then map: one decode call per batch, not per record"""
+    return (files.interleave(read, cycle_length=files.cardinality(), num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(batch_size)
+            .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+BUILDERS = {"naive": naive, "prefetch": prefetched, "parallel map": parallel_map, "interleave": interleaved,
+            "cache": cached, "vectorised": vectorised}
+VARIANTS = tuple(BUILDERS)
 
 
 def describe(variant: str) -> str:
-    """One line saying what ``variant`` changes."""
+    """One line saying what ``variant`` changes (its builder's docstring)."""
     check_variant(variant)
-    return _DESCRIPTIONS[variant]
+    return BUILDERS[variant].__doc__
+
+
+def source(variant: str) -> str:
+    """The code of ``variant``'s builder, to print in a lecture: the technique itself."""
+    check_variant(variant)
+    return inspect.getsource(BUILDERS[variant])
 
 
 def check_variant(variant: str) -> None:
     """A clear error for a name that is not in ``VARIANTS``."""
-    if variant not in _DESCRIPTIONS:
+    if variant not in BUILDERS:
         raise ValueError(f"unknown pipeline variant {variant!r}; choose one of: {', '.join(VARIANTS)}")
 
 
@@ -71,7 +117,7 @@ class Work:
         probe = 32
         # the fastest repeat: the one least slowed by whatever else the machine ran while calibrating
         per_iteration = min(bench.measure(lambda: run(tf.constant(probe)), repeats=5).times_s) / probe
-        self.ms, self.size = float(ms), size
+        self.ms, self.size, self.per_iteration_s = float(ms), size, per_iteration
         self.iterations = max(1, round(ms / 1e3 / per_iteration))
         self._run, self._n = run, tf.constant(self.iterations)
 
@@ -85,6 +131,11 @@ class Work:
         out._n = tf.constant(out.iterations)
         return out
 
+    @property
+    def step_s(self) -> float:
+        """One step's length as calibrated: read from the calibration, so no second timing can disagree."""
+        return self.iterations * self.per_iteration_s
+
     def __call__(self, batch: Any = None):
         return self._run(self._n)
 
@@ -93,16 +144,13 @@ class Work:
 
 
 def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Latency(), batch_size: int = 16,
-             recorder: Recorder | None = None, cycle_length: int | None = None,
-             threads: int | None = None) -> tf.data.Dataset:
-    """The input pipeline at one step of the optimisation path (see ``VARIANTS``).
+             recorder: Recorder | None = None, threads: int | None = None) -> tf.data.Dataset:
+    """The input pipeline at one step of the optimisation path (``BUILDERS[variant]``, see ``VARIANTS``).
 
-    Yields batches ``{"id", "x", "y"}``. ``cycle_length`` (interleaving variants) is how
-    many shards are read at once; all of them by default, since waiting, not CPU, is
-    what parallel reads hide. ``threads`` gives the pipeline a private thread pool of
-    that size: by default tf.data runs its functions on a pool with one thread per core,
-    which caps how many waits (reads, remote calls) can overlap however large
-    ``num_parallel_calls`` is.
+    Yields batches ``{"id", "x", "y"}``; the interleaving variants read every shard at once, since
+    waiting, not CPU, is what parallel reads hide. ``threads`` gives the pipeline a private thread pool
+    of that size: by default tf.data runs its functions on a pool with one thread per core, which caps
+    how many waits (reads, remote calls) can overlap however large ``num_parallel_calls`` is.
     """
     check_variant(variant)
     if not isinstance(shards, Shards):
@@ -113,25 +161,10 @@ def pipeline(shards: Shards, variant: str = "naive", *, latency: Latency = Laten
         raise ValueError(f"threads must be None (tf.data's default pool) or a whole number >= 1, got {threads!r}")
     files = tf.data.Dataset.list_files(shards.pattern, shuffle=False)
 
-    def open_shard(path):
+    def read(path):
         return read_shard(path, latency, recorder)
 
-    decode = decoder(shards, latency, recorder)
-    if variant in ("naive", "prefetch", "parallel map"):
-        records = files.flat_map(open_shard)
-    else:
-        records = files.interleave(open_shard, cycle_length=cycle_length or len(shards.paths),
-                                   num_parallel_calls=AUTOTUNE)
-    parallel = None if variant in ("naive", "prefetch") else AUTOTUNE
-    if variant == "vectorised":
-        ds = records.batch(batch_size).map(decode, num_parallel_calls=parallel)
-    else:
-        ds = records.map(decode, num_parallel_calls=parallel)
-        if variant == "cache":
-            ds = ds.cache()
-        ds = ds.batch(batch_size)
-    if variant != "naive":
-        ds = ds.prefetch(AUTOTUNE)
+    ds = BUILDERS[variant](files, read, decoder(shards, latency, recorder), batch_size)
     # Reading files hides how many batches there are; saying so lets Keras size its epochs.
     ds = ds.apply(tf.data.experimental.assert_cardinality(-(-shards.n_records // batch_size)))
     return ds.with_options(_options(threads))

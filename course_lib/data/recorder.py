@@ -109,13 +109,19 @@ class Recorder:
         return {"production_s": sum(b - a for a, b in production), "step_s": sum(b - a for a, b in steps),
                 "hidden_s": hidden}
 
+    def durations(self, stage: str) -> list[float]:
+        """How long each span of ``stage`` lasted (s), in the order they began."""
+        if stage not in self.STAGES:
+            raise ValueError(f"unknown stage {stage!r}; a recorder logs: {', '.join(self.STAGES)}")
+        return [e.end - e.start for e in self.events if e.stage == stage]
+
     def summary(self) -> dict:
         """Wall time, threads used, and how long the consumer waited for input vs worked."""
         events = self.events
         if not events:
             return {"elements": 0, "wall_s": 0.0, "threads": 0, "wait_s": 0.0, "step_s": 0.0}
-        wait = sum(e.end - e.start for e in events if e.stage == "wait")
-        step = sum(e.end - e.start for e in events if e.stage == "step")
+        wait = sum(self.durations("wait"))
+        step = sum(self.durations("step"))
         return {
             "elements": len(self.consumed()),
             "wall_s": max(e.end for e in events),

@@ -1,0 +1,42 @@
+"""graphs.matmul_reading: lecture 01's sentence on one big matmul follows its comparison, each branch."""
+
+import pytest
+
+from course_lib import bench, graphs
+
+SPREAD = (0.99, 1.0, 1.01, 0.995, 1.005)
+
+
+def matmul_result(eager_s, graph_s, concrete_s):
+    medians = {"eager": eager_s, "tf.function": graph_s, "concrete function": concrete_s}
+    return bench.Comparison(timings=[bench.Timing(n, m, [m * f for f in SPREAD], 1) for n, m in medians.items()],
+                            baseline="eager")
+
+
+def test_a_pair_not_told_apart_says_a_graph_saves_one_dispatch_at_most():
+    text = graphs.matmul_reading(matmul_result(1e-3, 1e-3, 1e-3), 10e-6, {})
+    assert "about 10 µs on this machine" in text and "a kernel of 1.0 ms" in text
+    assert "could not tell the two apart" in text
+
+
+def test_a_gap_of_about_one_dispatch_is_all_a_graph_changes():
+    text = graphs.matmul_reading(matmul_result(1.2e-3, 1e-3, 1e-3), 100e-6, {})
+    assert "The graph was 200 µs faster per call, about one dispatch" in text
+
+
+def test_a_gap_beyond_dispatch_names_where_each_kernel_ran():
+    variants = graphs.matmul_variants()
+    timed = {name: variants[name](n=64) for name in ("eager", "tf.function")}
+    result = matmul_result(1e-3, 2e-3, 2e-3)
+    text = graphs.matmul_reading(result, 10e-6, timed)
+    assert "The graph was 1.00 ms slower per call, 100 times one dispatch, so the difference is not dispatch" in text
+    assert "Nor is it `tf.function`'s Python call path" in text
+    assert result.verdict("concrete function", over="tf.function") in text
+    assert "MatMul" in text and "the eager MatMul on the calling thread" in text
+    apart = graphs.matmul_reading(matmul_result(1e-3, 2e-3, 1.5e-3), 10e-6, timed)
+    assert "Calling its concrete function directly skips" in apart
+
+
+def test_matmul_reading_needs_a_measured_dispatch():
+    with pytest.raises(ValueError, match="dispatch_s must be a measured time"):
+        graphs.matmul_reading(matmul_result(1e-3, 1e-3, 1e-3), 0.0, {})
