@@ -48,6 +48,7 @@ __all__ = [
     "compare",
     "compare_timers",
     "round_order",
+    "two_readings",
     "machine",
     "machine_summary",
     "table",
@@ -475,6 +476,28 @@ class Comparison:
         """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
         from course_lib.plotting import speedup_bars
         return speedup_bars(self, ax=ax)
+
+
+def two_readings(first: Comparison, second: Comparison, name: str, over: str | None = None,
+                 labels: tuple[str, str] = ("in the first comparison", "in the second")) -> str:
+    """What one pair measured in two comparisons says, read from both: its two verdicts, and whether their
+    intervals overlap. Where they do not, the medians show which side moved: each call starts from the state
+    the call before it left, so the other variants in a comparison's rounds are part of what a ratio measured."""
+    over = over or first.baseline
+    text = (f"{name} against {over} {labels[0]}: {first.judged(name, over)}; {labels[1]}: "
+            f"{second.judged(name, over)}.")
+    if not (first.enough_rounds(name, over) and second.enough_rounds(name, over)):
+        return text
+    (lo1, hi1), (lo2, hi2) = first.interval(name, over), second.interval(name, over)
+    if max(lo1, lo2) <= min(hi1, hi2):
+        return text + " The two intervals overlap: as far as their rounds can tell, the readings agree."
+    ms = {n: tuple(f"{c[n].median_s * 1e3:.3g}" for c in (first, second)) for n in (over, name)}
+    return (text + f" The two intervals do not overlap: the readings differ by more than either one's noise, so "
+            f"they measured the pair in different conditions, not different code. {over} took {ms[over][0]} ms "
+            f"a call {labels[0]} and {ms[over][1]} ms {labels[1]}, {name} {ms[name][0]} and {ms[name][1]} ms. "
+            "Each call starts from the state the one before it left (the data in the caches, threads still "
+            "awake, the cores' clock), and the other variants in the rounds are part of that state: a ratio "
+            "holds for the rounds it was measured in.")
 
 
 def _floor_of(lo: float, hi: float) -> float:

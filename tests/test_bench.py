@@ -560,6 +560,24 @@ def test_a_pair_too_close_to_call_names_its_own_floor():
     assert c.verdict("c", "b") == f"c against b: too close to call, {c.ratio_with_interval('c', 'b')}"
 
 
+def test_two_readings_of_one_pair_say_whether_their_intervals_agree():
+    alone = _comparison({"a": _rounds(1.0, 0.01), "b": _rounds(0.5, 0.01, seed=1)}, twin=_rounds(1.0, 0.01, seed=2))
+    near = _comparison({"a": _rounds(1.0, 0.01, seed=3), "b": _rounds(0.5, 0.01, seed=4)},
+                       twin=_rounds(1.0, 0.01, seed=5))
+    beside = _comparison({"a": _rounds(0.8, 0.01, seed=3), "b": _rounds(0.5, 0.01, seed=4)},
+                         twin=_rounds(0.8, 0.01, seed=5))
+    labels = ("alone", "beside c")
+    agree = bench.two_readings(alone, near, "b", labels=labels)
+    assert agree.startswith(f"b against a alone: {alone.judged('b')}; beside c: {near.judged('b')}.")
+    assert "overlap: as far as" in agree and "ms" not in agree
+    differ = bench.two_readings(alone, beside, "b", labels=labels)
+    assert "do not overlap" in differ
+    assert f"a took {alone['a'].median_s * 1e3:.3g} ms a call alone and {beside['a'].median_s * 1e3:.3g} ms beside c" \
+        in differ
+    few = _comparison({"a": _rounds(1.0, 0.01, n=4), "b": _rounds(0.5, 0.01, n=4)}, twin=_rounds(1.0, 0.01, n=4))
+    assert "overlap" not in bench.two_readings(alone, few, "b", labels=labels)
+
+
 def test_an_interval_bound_off_1_is_never_written_as_1():
     # a verdict reads the interval's side of 1: its text must not put a bound on 1 that is not
     assert bench.interval_bounds(1.0004, 1.3612) == "1.0004–1.36"
