@@ -32,9 +32,12 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import callbacks as cb_lib
-from course_lib.evo import engine, fusion, pareto
-from course_lib.evo.executors import Generation, State, compiler, pool_size, saved_selection
+from course_lib.evo import engine, fusion
+from course_lib.evo import result as result_lib
+from course_lib.evo import state as state_lib
+from course_lib.evo.executors import Generation, compiler, pool_size
 from course_lib.evo.result import Result
+from course_lib.evo.state import State
 
 EXECUTOR = "ask/tell"
 
@@ -140,41 +143,29 @@ class AskTell:
 
     def result(self) -> Result:
         """What ``evolve`` would return after these generations."""
-        fit, state = self.model.fitness, self._require_told()
-        pop, values = state.population.numpy(), state.fitness.numpy()
-        front = pareto.front(pop, values, fit.signs, fit.tracked) if fit.objectives > 1 else None
-        return Result(best=self.best, best_fitness=self.best_fitness, history={k: list(v) for k, v in
-                                                                               self.history.items()},
-                      population=pop, fitness=values, generations=self.generation, mode=self.mode, packed=False,
-                      stopped_early=False, front=front)
+        return result_lib.of_state(self.model.fitness, state_lib.arrays(self._require_told()),
+                                   {k: list(v) for k, v in self.history.items()}, self.generation, self.mode,
+                                   packed=False, stopped_early=False)
 
     def state(self) -> dict:
         """Everything needed to continue exactly (NumPy arrays, for ``np.savez``); the model's identity
         (``Model.signature``) is checked on resume."""
         state = self._require_told()  # children asked and not told yet are drawn again on resume
-        keys = self.model.history_keys()
-        return {"population": state.population.numpy(), "fitness": state.fitness.numpy(),
-                "best": state.best.numpy(), "best_fitness": np.float32(state.best_fitness),
-                "stale": np.int32(state.stale), "selection_state": state.selection.numpy(),
-                "generation": np.int64(self.generation),
-                "history": np.array([self.history[k] for k in keys], np.float64).reshape(len(keys), -1),
-                "signature": np.str_(self.model.signature(self.n, EXECUTOR)), "mode": np.str_(self.mode)}
+        return state_lib.checkpoint(state_lib.arrays(state), self.generation, self.history,
+                                    self.model.history_keys(), self.mode, self.model.signature(self.n, EXECUTOR))
 
     def save(self, path) -> None:
         """Write ``state()`` to ``path`` (an .npz file, atomically)."""
         cb_lib.save_checkpoint(path, self.state())
 
     def _restore(self, saved: dict) -> None:
-        mine = self.model.signature(self.n, EXECUTOR)
-        if str(saved.get("signature", "")) != mine:
-            raise ValueError("this state was saved by a different model or search (ops and their parameters, "
-                             f"fitness, selection, seed or population size differ):\n{saved.get('signature')}\n"
-                             f"this model:\n{mine}")
-        self._state = State(self._genes, tf.constant(saved["fitness"]), tf.constant(saved["best"]),
-                            tf.constant(saved["best_fitness"], tf.float32), tf.constant(saved["stale"], tf.int32),
-                            saved_selection(saved, self._program.gen.initial_selection()))
-        self.generation = int(saved["generation"])
-        self.history = {k: saved["history"][i].tolist() for i, k in enumerate(self.model.history_keys())}
+        state_lib.check_identity(saved, self.model.signature(self.n, EXECUTOR))
+        width = self.model.fitness.width
+        genes, scalar = self._genes, (lambda dtype: tf.TensorSpec((), dtype))
+        like = State(genes, tf.TensorSpec((self.n,) if width is None else (self.n, width), tf.float32), genes[0],
+                     scalar(tf.float32), scalar(tf.int32), self._program.gen.initial_selection())
+        self._state = State(genes, **state_lib.read(saved, like, State._fields[1:]))
+        self.generation, self.history = state_lib.resumed(saved, self.model.history_keys())
 
 
 class _Program:

@@ -23,11 +23,12 @@ import statistics
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import tensorflow as tf
 
-from course_lib.evo import bitpack, pareto
+from course_lib.evo import bitpack
 from course_lib.evo import callbacks as cb_lib
+from course_lib.evo import result as result_lib
+from course_lib.evo import state as state_lib
 from course_lib.evo.executors import OneDevice, no_limits
 from course_lib.evo.result import Result
 from course_lib.evo.symbolic import check_binary
@@ -260,11 +261,7 @@ def default_chunk(callbacks) -> int:
 
 def checkpoint_mode(model, executor, checkpoint: dict, n: int) -> str:
     """The mode to resume in; a clear error when the checkpoint is of another model or run."""
-    mine = model.signature(n, executor.describe())
-    if str(checkpoint["signature"]) != mine:
-        raise ValueError("the checkpoint was written by a different model or run (ops and their parameters, "
-                         "fitness, selection, seed, population size or executor differ):\n"
-                         f"{checkpoint['signature']}\nthis model:\n{mine}")
+    state_lib.check_identity(checkpoint, model.signature(n, executor.describe()))
     mode = str(checkpoint["mode"])
     if model.mode not in ("auto", mode):
         raise ValueError(f"the checkpoint was written in mode {mode!r}, this model is compiled with "
@@ -289,23 +286,15 @@ class Run:
 
     def snapshot(self) -> dict:
         """Everything needed to resume exactly (NumPy arrays, for ``np.savez``)."""
-        arrays = self.program.arrays(self.state)
-        keys = self.model.history_keys()
-        del arrays["fitness"]  # recomputed from the population on resume
-        n = arrays["population"].shape[0]
-        return {**arrays, "generation": np.int64(self.generation),
-                "history": np.array([self.history[k] for k in keys], np.float64).reshape(len(keys), -1),
-                "mode": np.str_(self.program.mode),
-                "signature": np.str_(self.model.signature(n, self.executor.describe()))}
+        fields = self.program.arrays(self.state)
+        del fields["fitness"]  # recomputed from the population on resume
+        n = fields["population"].shape[0]
+        return state_lib.checkpoint(fields, self.generation, self.history, self.model.history_keys(),
+                                    self.program.mode, self.model.signature(n, self.executor.describe()))
 
     def result(self) -> Result:
-        a = self.program.arrays(self.state)
-        fit = self.model.fitness
-        front = pareto.front(a["population"], a["fitness"], fit.signs, fit.tracked) if fit.objectives > 1 else None
-        return Result(best=a["best"], best_fitness=float(a["best_fitness"]), history=self.history,
-                      population=a["population"], fitness=a["fitness"], generations=self.generation,
-                      mode=self.program.mode, packed=self.program.packed, stopped_early=self.stopped_early,
-                      front=front)
+        return result_lib.of_state(self.model.fitness, self.program.arrays(self.state), self.history,
+                                   self.generation, self.program.mode, self.program.packed, self.stopped_early)
 
 
 def evaluations_per_generation(model, n: int) -> int:
@@ -355,8 +344,7 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
     history: dict[str, list] = {k: [] for k in keys}
     if setup.checkpoint is not None:
         state = timed(prog.restore, setup.genes, setup.checkpoint)
-        generation = int(setup.checkpoint["generation"])
-        history = {k: setup.checkpoint["history"][i].tolist() for i, k in enumerate(keys)}
+        generation, history = state_lib.resumed(setup.checkpoint, keys)
     else:
         state = timed(prog.start, setup.genes)
     first = generation

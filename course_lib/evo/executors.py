@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import bitpack, distinct, fastmath, fusion, knobs, pareto, rng
+from course_lib.evo import state as state_lib
 from course_lib.evo.rng import Rows
 from course_lib.evo.selection import score
+from course_lib.evo.state import State
 
 # autograph=False: the code is explicit tf.while_loop, with no Python control flow to convert
 COMPILERS = {"eager": lambda f: f, "graph": lambda f: tf.function(f, autograph=False), "xla": fusion.xla_function}
@@ -51,17 +53,6 @@ NO_PATIENCE = np.iinfo(np.int32).max
 FITNESS_DRAW = 2**32 - 1  # folded into a generation's key for a per_generation fitness (ops fold 1.., selection 0)
 REDRAW = 2**32 - 2  # folded into it for the children drawn again (``Generation.vary``)
 REDRAWS = 16  # at most this many more draws of the children that copy a pool row
-
-
-class State(NamedTuple):
-    """What one generation hands to the next on one device (or one replica): a tf.nest structure."""
-
-    population: tf.Tensor  # the genes as stored (uint32 words when bit-packed)
-    fitness: tf.Tensor  # float32 (rows,), or (rows, M + 1) for a MultiObjective fitness
-    best: tf.Tensor  # the best genome so far, stored form
-    best_fitness: tf.Tensor  # float32 scalar
-    stale: tf.Tensor  # int32: generations since best_fitness last improved
-    selection: tf.Tensor  # float32: what the selection carries to the next generation (``initial_state``)
 
 
 def map_rows(fn, total: int, batch: int | None, dtype: tf.DType, shape: tuple) -> tf.Tensor:
@@ -330,21 +321,6 @@ class Generation:
         return bitpack.pack(genes) if self.packed else genes
 
 
-def saved_selection(saved: dict, initial: tf.Tensor) -> tf.Tensor:
-    """The selection's carried state in a checkpoint's arrays, of ``initial``'s shape (``initial`` itself
-    when it is empty and the checkpoint has none); a clear error when it has none or one of another shape."""
-    if "selection_state" not in saved and initial.shape.num_elements() == 0:
-        return initial
-    if "selection_state" not in saved:
-        raise ValueError("this checkpoint holds no selection state (it was written before selections carried "
-                         "one); start the run again instead of resuming it")
-    value = np.asarray(saved["selection_state"], np.float32)
-    if value.shape != tuple(initial.shape):
-        raise ValueError(f"the checkpoint's selection state has shape {value.shape}, this selection's "
-                         f"{tuple(initial.shape)}; resume with the model that wrote it")
-    return tf.constant(value)
-
-
 def pool_size(model, n: int) -> int:
     """Rows selection chooses from for ``n`` parents: every output's children, and the parents for mu + lambda."""
     return n * (len(model.outputs) + (1 if model.selection.pool == "both" else 0))
@@ -371,8 +347,9 @@ class Program(Protocol):
         best so far = the best of them."""
 
     def restore(self, genes: tf.Tensor, saved: dict) -> Any:
-        """The state of a resumed run: ``start(genes)`` with the best so far, the generations without
-        improvement and the selection's carried state read from a checkpoint's arrays ``saved``."""
+        """The state of a resumed run: ``start(genes)`` with the fields ``state.CARRIED`` (the best so far,
+        the generations without improvement, the selection's state) read from a checkpoint's arrays
+        ``saved`` by ``state.read``."""
 
     def run(self, state, generation: int, count: int, target, patience) -> tuple[Any, np.ndarray, bool]:
         """Up to ``count`` generations after ``generation``; (new state, one (best, mean, std) row per
@@ -382,8 +359,8 @@ class Program(Protocol):
         """The best fitness so far, in the problem's units."""
 
     def arrays(self, state) -> dict:
-        """NumPy arrays of the state: population, fitness, best, best_fitness, stale, selection_state (a
-        checkpoint's contents and the ``Result``'s)."""
+        """NumPy arrays of the state by ``state.arrays``' names, genes unpacked (a checkpoint's contents
+        and the ``Result``'s); a replicated program adds each replica's ``state.per_replica``."""
 
 
 @runtime_checkable
@@ -487,10 +464,8 @@ class OneDeviceProgram:
 
     def restore(self, genes: tf.Tensor, saved: dict) -> State:
         state = self._start(genes)
-        return state._replace(best=self.gen.stored(saved["best"][None])[0],
-                              best_fitness=tf.constant(saved["best_fitness"], tf.float32),
-                              stale=tf.constant(saved["stale"], tf.int32),
-                              selection=saved_selection(saved, state.selection))
+        carried = state_lib.read(saved, state._replace(population=genes, best=genes[0]))
+        return state._replace(**{**carried, "best": self.gen.stored(carried["best"][None])[0]})
 
     def run(self, state, generation: int, count: int, target, patience) -> tuple[State, np.ndarray, bool]:
         """Up to ``count`` generations; (state, their (best, mean, std) rows, whether a limit stopped it)."""
@@ -503,13 +478,11 @@ class OneDeviceProgram:
         return float(state.best_fitness)
 
     def arrays(self, state) -> dict:
-        """The population, its fitness and the best so far, unpacked, as NumPy."""
+        """The state's fields as NumPy (``state.arrays``), the population and best unpacked."""
         if not self.packed:
             pop, best = state.population, state.best
         elif self._unpacked[0] is state:  # the last chunk unpacked it already: no further call
             pop, best = self._unpacked[1]
         else:  # a state no chunk ended with (a run of 0 generations): run 0 generations to unpack it
             pop, best = self._run(state, tf.constant(0), tf.constant(0), *no_limits(self.gen.sign))[-1]
-        return {"population": pop.numpy(), "fitness": state.fitness.numpy(), "best": best.numpy(),
-                "best_fitness": np.float32(state.best_fitness), "stale": np.int32(state.stale),
-                "selection_state": state.selection.numpy()}
+        return state_lib.arrays(state._replace(population=pop, best=best))

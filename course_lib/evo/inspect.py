@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from course_lib.evo import engine, executors
 from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT, device_memory
-from course_lib.evo.executors import Generation, State, no_limits
+from course_lib.evo.executors import Generation, no_limits
+from course_lib.evo.state import State
 
 __all__ = ["Inspected", "generation", "program", "State", "no_limits", "device_memory", "BYTES_PER_GENE_IN_FLIGHT"]
 

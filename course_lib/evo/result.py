@@ -42,3 +42,14 @@ class Result:
         return (f"Result(generations={self.generations}, best_fitness={self.best_fitness:.6g}, "
                 f"population={self.population.shape}, mode={self.mode!r}, packed={self.packed}, "
                 f"stopped_early={self.stopped_early}, evaluations={self.evaluations})")
+
+
+def of_state(fitness, fields: dict, history: dict, generations: int, mode: str, packed: bool,
+             stopped_early: bool) -> Result:
+    """The ``Result`` of a run's state ``fields`` (``state.arrays``' names) under the model's ``fitness``;
+    ``evolve``, the replicated run and ask/tell all build theirs here."""
+    pop, values = fields["population"], fields["fitness"]
+    front = pareto.front(pop, values, fitness.signs, fitness.tracked) if fitness.objectives > 1 else None
+    return Result(best=fields["best"], best_fitness=float(fields["best_fitness"]), history=history,
+                  population=pop, fitness=values, generations=generations, mode=mode, packed=packed,
+                  stopped_early=stopped_early, front=front)

@@ -38,7 +38,8 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib.evo import bitpack, fusion
-from course_lib.evo.executors import STATS, Generation, compiler, pool_size, saved_selection
+from course_lib.evo import state as state_lib
+from course_lib.evo.executors import STATS, Generation, compiler, pool_size
 from course_lib.evo.selection import score
 from course_lib.evo.validation import short_device_name, whole
 
@@ -458,17 +459,14 @@ class ReplicatedProgram:
 
     def restore(self, genes: tf.Tensor, saved: dict):
         shards = tf.split(self.gen.stored(genes), self.replicas, axis=0)
-        best = self.gen.stored(saved["replica_best"])
         state = self.strategy.run(self.work.start, args=(self._distribute(lambda r: tf.identity(shards[r])),))
-        initial, stacked = self.gen.initial_selection(), saved.get("replica_selection_state")
-        selections = [saved_selection({} if stacked is None else {"selection_state": stacked[r]}, initial)
-                      for r in range(self.replicas)]
-        saved_state = self._distribute(lambda r: (tf.identity(best[r]),
-                                                  tf.constant(saved["replica_best_fitness"][r], tf.float32),
-                                                  tf.constant(saved["replica_stale"][r], tf.int32),
-                                                  tf.identity(selections[r])))
-        return self.strategy.run(lambda s, b: s._replace(best=b[0], best_fitness=b[1], stale=b[2], selection=b[3]),
-                                 args=(state, saved_state))
+        like = state_lib.State(genes, None, genes[0], tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int32),
+                               self.gen.initial_selection())
+        carried = [state_lib.read(saved, like, replica=r) for r in range(self.replicas)]
+        best = self.gen.stored(tf.stack([c["best"] for c in carried]))
+        saved_state = self._distribute(lambda r: {field: tf.identity(best[r] if field == "best" else value)
+                                                  for field, value in carried[r].items()})
+        return self.strategy.run(lambda s, fields: s._replace(**fields), args=(state, saved_state))
 
     def run(self, state, generation: int, count: int, target, patience):
         return self.policy.run(self, state, generation, count, target, patience)
@@ -478,17 +476,20 @@ class ReplicatedProgram:
         return float(best_fitness[best_of_replicas(best_fitness, stale, self.gen.sign)[0]])
 
     def arrays(self, state) -> dict:
-        pop, fit, best, best_fitness, stale = self.fetch(*state[:5])
+        """The run's fields (``state.arrays``: the whole population, the best replica's best) and each
+        replica's carried fields (``state.per_replica``)."""
         initial = self.gen.initial_selection()  # an empty state is not fetched: collectives of no data can crash
-        selection = self.fetch(state.selection)[0] if initial.shape.num_elements() else \
-            np.zeros((self.replicas, *initial.shape), np.float32)
-        r, run_stale = best_of_replicas(best_fitness, stale, self.gen.sign)
-        pop = self.gen.unpack(tf.constant(pop.reshape(-1, *pop.shape[2:]))).numpy()
-        best = self.gen.unpack(tf.constant(best)).numpy()
-        return {"population": pop, "fitness": fit.reshape(-1, *fit.shape[2:]),
-                "best": best[r], "best_fitness": best_fitness[r], "stale": np.int32(run_stale),
-                "selection_state": selection[r], "replica_best": best, "replica_best_fitness": best_fitness,
-                "replica_stale": stale, "replica_selection_state": selection}
+        fields = [f for f in state_lib.State._fields if f != "selection" or initial.shape.num_elements()]
+        fetched = dict(zip(fields, self.fetch(*(getattr(state, f) for f in fields))))
+        fetched.setdefault("selection", np.zeros((self.replicas, *initial.shape), np.float32))
+        stacked = state_lib.State(**fetched)
+        stacked = stacked._replace(best=self.gen.unpack(tf.constant(stacked.best)).numpy())
+        r, run_stale = best_of_replicas(stacked.best_fitness, stacked.stale, self.gen.sign)
+        pop, fit = stacked.population, stacked.fitness
+        whole_run = state_lib.State(self.gen.unpack(tf.constant(pop.reshape(-1, *pop.shape[2:]))).numpy(),
+                                    fit.reshape(-1, *fit.shape[2:]), stacked.best[r], stacked.best_fitness[r],
+                                    np.int32(run_stale), stacked.selection[r])
+        return {**state_lib.arrays(whole_run), **state_lib.per_replica(stacked)}
 
 
 # -- reading a distributed run ----------------------------------------------------------------------
