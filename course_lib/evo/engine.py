@@ -22,6 +22,7 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
@@ -29,10 +30,13 @@ from course_lib.evo import bitpack
 from course_lib.evo import callbacks as cb_lib
 from course_lib.evo import result as result_lib
 from course_lib.evo import state as state_lib
-from course_lib.evo.executors import OneDevice, no_limits
+from course_lib.evo.executors import Executor, OneDevice, Program, no_limits
 from course_lib.evo.result import Result
 from course_lib.evo.symbolic import check_binary
 from course_lib.evo.validation import whole
+
+if TYPE_CHECKING:  # the model module imports this one
+    from course_lib.evo.model import Model
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
 BYTES_PER_GENE_IN_FLIGHT = 32
@@ -211,10 +215,11 @@ class Prepared:
     packed: bool
     mode: str
     checkpoint: dict | None
+    sign: float  # 1.0 where the fitness is maximised, -1.0 where minimised
 
 
-def prepare(model, executor, population_, generations, *, callbacks, batch_size, memory_budget, chunk,
-            resume_from) -> Prepared:
+def prepare(model: Model, executor: Executor, population_, generations: int, *, callbacks, batch_size: int | None,
+            memory_budget: int | None, chunk: int | None, resume_from) -> Prepared:
     """Validate everything and decide packing, batch and mode, before anything compiles."""
     generations = whole("generations", generations, 0)
     callbacks = list(callbacks)
@@ -239,7 +244,8 @@ def prepare(model, executor, population_, generations, *, callbacks, batch_size,
         mode = executor.mode(model, checkpoint_mode(model, executor, checkpoint, n))
     else:
         mode = choose_mode(model, executor, genes, packed, batch, chunk, callbacks)
-    return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint)
+    sign = 1.0 if model._require_compiled().maximize else -1.0
+    return Prepared(genes, generations, chunk, callbacks, batch, packed, mode, checkpoint, sign)
 
 
 def capacity(chunk: int) -> int:
@@ -275,7 +281,8 @@ def checkpoint_mode(model, executor, checkpoint: dict, n: int) -> str:
 class Run:
     """An evolve call as callbacks see it between chunks; set ``stop = True`` to end it."""
 
-    def __init__(self, model, executor, program, state, generation: int, generations: int, history: dict):
+    def __init__(self, model: Model, executor: Executor, program: Program, state, generation: int, generations: int,
+                 history: dict):
         self.model, self.executor, self.program, self.state = model, executor, program, state
         self.generation, self.generations, self.history = generation, generations, history
         self.stop = self.stopped_early = False
@@ -330,8 +337,9 @@ class Timed:
         return out
 
 
-def evolve(model, executor, population_=None, generations: int = 100, *, callbacks=(), batch_size=None,
-           memory_budget=None, chunk: int | None = None, resume_from=None) -> Result:
+def evolve(model: Model, executor: Executor, population_=None, generations: int = 100, *, callbacks=(),
+           batch_size: int | None = None, memory_budget: int | None = None, chunk: int | None = None,
+           resume_from=None) -> Result:
     """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
     began = time.perf_counter()
     setup = prepare(model, executor, population_, generations, callbacks=callbacks, batch_size=batch_size,
@@ -355,7 +363,7 @@ def evolve(model, executor, population_=None, generations: int = 100, *, callbac
     run.stop = run.stopped_early = last < setup.generations and run.generation >= last
     for c in callbacks:
         c.on_evolve_begin(run)
-    target, patience = limits(callbacks, 1.0 if model.fitness.maximize else -1.0)
+    target, patience = limits(callbacks, setup.sign)
     every = [c.every for c in callbacks if c.every]
     while run.generation < last and not run.stop:
         g = run.generation

@@ -141,9 +141,11 @@ class Model:
             self.mode_timings: dict[str, float] = {}
             self._programs: dict[tuple, object] = {}
 
-    def _require_compiled(self) -> None:
+    def _require_compiled(self) -> fitness_lib.Fitness:
+        """The compiled fitness, or a clear error before ``compile``."""
         if self.fitness is None:
             raise RuntimeError("compile the model first: model.compile(fitness=..., selection=..., mode=..., seed=...)")
+        return self.fitness
 
     # -- describing ------------------------------------------------------------------------
     def _describe(self) -> list[tuple[str, str, str]]:

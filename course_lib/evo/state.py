@@ -10,6 +10,7 @@ and resume through this module, so a field added to ``State`` is saved and resto
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -87,7 +88,7 @@ def check_identity(saved: dict, mine: str) -> None:
                          f"{theirs}\nthis model:\n{mine}")
 
 
-def checkpoint(fields: dict, generation: int, history: dict, keys: list, mode: str, signature: str) -> dict:
+def checkpoint(fields: dict, generation: int, history: dict, keys: Sequence[str], mode: str, signature: str) -> dict:
     """A checkpoint's contents: the state's ``fields`` (``arrays``), the generation reached, the history's
     columns ``keys`` as rows, the mode and the run's identity."""
     return {**fields, "generation": np.int64(generation),
@@ -95,6 +96,6 @@ def checkpoint(fields: dict, generation: int, history: dict, keys: list, mode: s
             "mode": np.str_(mode), "signature": np.str_(signature)}
 
 
-def resumed(saved: dict, keys: list) -> tuple[int, dict]:
+def resumed(saved: dict, keys: Sequence[str]) -> tuple[int, dict]:
     """(the generation, the history by column) a checkpoint holds."""
     return int(saved["generation"]), {k: saved["history"][i].tolist() for i, k in enumerate(keys)}
