@@ -314,6 +314,7 @@ def test_auto_clustering_runs_both_variants_in_live_processes_in_turns():
     assert c.rounds == len(c.twin.times_s)  # the A/A pair, in the same rounds
     assert c.params["compilations"][G.STEPS["tf_function"]] == 0
     assert c.params["compilations"][G.STEPS["auto_jit"]] >= 1
+    assert set(c.params["start-up (s)"]) == set(c.names) and min(c.params["start-up (s)"].values()) > 0
 
 
 def test_image_grid_draws_and_refuses_wrong_shapes(images):
@@ -396,16 +397,19 @@ def _steps(reload_s, in_memory_s):
 
 
 @pytest.mark.parametrize("share, gain, says", [
-    (0.5, 2.0, "as far as this run can tell, the profile's share predicted the gain"),
-    (0.5, 2.08, "as far as this run can tell, the profile's share predicted the gain"),  # inside the floor's margin
-    (0.2, 2.0, "The bound lies below the measured interval even widened by the noise floor (1.05x): the profile "
-               "understated the reload, which the measured gain puts at about 50% of the unprofiled step."),
-    (0.8, 2.0, "The bound lies above the measured interval even widened by the noise floor (1.05x): the profile "
-               "overstated the reload"),
+    (0.5, 2.0, "The bound lies within the measured interval: the profile's share predicted the gain."),
+    (0.2, 2.0, "The bound lies below the measured interval: the profile understated the reload, which the measured "
+               "gain puts at about 50% of the unprofiled step."),
+    (0.8, 2.0, "The bound lies above the measured interval: the profile overstated the reload"),
+    (0.5, 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),
+    (0.02, 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),
+    (0.5, 0.5, "The step got slower without the reload, against the profile's prediction of a gain."),
 ])
-def test_the_amdahl_bound_is_called_apart_from_the_gain_only_beyond_the_noise_floor(share, gain, says):
-    text = G.amdahl_text(share, _steps(1.0, 1.0 / gain), "in memory", "reload")
+def test_the_amdahl_prediction_is_tested_only_on_a_gain_the_run_calls(share, gain, says):
+    steps = _steps(1.0, 1.0 / gain)
+    text = G.amdahl_text(share, steps, "in memory", "reload")
     assert says in text and f"(Amdahl's law): **{1 / (1 - share):.2f}x** here." in text
+    assert ("predicted the gain" in text) == (steps.call("in memory", "reload") == "faster" and "within" in says)
 
 
 def test_the_remapper_line_is_explained_only_where_this_run_wrote_it():

@@ -193,6 +193,25 @@ def test_jit_vs_auto_times_live_processes_in_turns_and_counts_compilations():
     assert c.params["compilations"][xla.AUTO] >= 1
     assert c.params["TF_XLA_FLAGS"] == {xla.GRAPH: "", xla.JIT: "", xla.AUTO: xla.AUTO_JIT_FLAGS}
     assert set(c.params["start-up (s)"]) == set(c.names) and min(c.params["start-up (s)"].values()) > 0
+    assert c.params["calls a turn"] == 10 and all(c[name].number == 10 for name in c.names)
+    one = c.params["one call a turn"]
+    assert set(one["median (s)"]) == set(c.names) and min(one["median (s)"].values()) > 0
+    assert "interval" in one["jit_compile"]
+
+
+def test_each_variant_is_built_by_its_own_function_in_processes_started_as_it_needs():
+    assert xla.BUILDERS == {xla.GRAPH: xla.plain_graph, xla.JIT: xla.jit_compiled, xla.AUTO: xla.auto_clustered}
+    assert xla.is_jit(xla.jit_compiled(xla.elementwise_chain))
+    assert not xla.is_jit(xla.plain_graph(xla.elementwise_chain)) and not xla.is_jit(xla.auto_clustered(abs))
+    variants = xla.variant_processes("--flags")
+    assert {name: env for name, (env, _) in variants.items()} == {xla.GRAPH: {}, xla.JIT: {},
+                                                                   xla.AUTO: {"TF_XLA_FLAGS": "--flags"}}
+    assert {name: kw["variant"] for name, (_, kw) in variants.items()} == {name: name for name in variants}
+    assert list(xla.variant_processes(auto=False)) == [xla.GRAPH, xla.JIT]
+    with pytest.raises(ValueError, match="unknown variant 'eager'"):
+        xla.workload_worker("elementwise chain", 16, "eager")
+    with pytest.raises(ValueError, match="calls must be a whole number >= 1"):
+        xla.jit_vs_auto(n=16, calls=0)
 
 
 def test_counted_call_counts_the_compilations_of_its_first_call_only():
@@ -264,7 +283,7 @@ def test_course_bench_xla_writes_json(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert [c["title"] for c in data["comparisons"]] == [
         "graph, jit_compile and auto-clustering: elementwise chain, n=1,000, each in two live processes of its own, "
-        "in turns",
+        "in turns, 10 calls a turn",
         "elementwise chain, n=16", "random numbers, n=16", "random bits, n=16", "Box-Muller, n=16"]
     assert "wrote" in capsys.readouterr().out
 

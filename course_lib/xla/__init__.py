@@ -14,11 +14,15 @@ all a notebook needs.
 
 from course_lib.xla.auto_clustering import (
     AUTO_JIT_FLAGS,
+    BUILDERS,
     START_UP_N,
     CountedCall,
+    auto_clustered,
     auto_clustered_worker,
     jit_vs_auto,
     run_with_flags,
+    turn_text,
+    variant_processes,
     workload_worker,
 )
 from course_lib.xla.counting import (
@@ -71,6 +75,8 @@ from course_lib.xla.workloads import (
     cache_bytes,
     elementwise_chain,
     fusion_rows,
+    jit_compiled,
+    plain_graph,
     random_bits,
     random_numbers,
     variant_threads,
@@ -81,13 +87,14 @@ from course_lib.xla.workloads import (
 )
 
 __all__ = [
-    "AUTO", "AUTO_JIT_FLAGS", "BUCKETS", "ELEMENTWISE", "GRAPH", "JIT", "LIBM", "SEED", "STAGES", "START_UP_N",
-    "STRATEGIES", "WORKLOADS", "CompiledCode", "CountedCall", "Instruction", "auto_clustered_worker", "box_muller",
-    "break_even_calls", "bucket", "busy_threads", "cache_bytes", "compilations_in", "compile_error",
-    "compiled_code", "compiled_code_worker", "count_compilations", "count_fusions", "describe", "elementwise_chain",
-    "fused_ops", "fusion_rows", "graph_kernels", "hlo", "hlo_ops", "is_jit", "jit", "jit_vs_auto",
-    "masked_chain_mean", "measure_and_count", "native_log_held", "pad_to_bucket", "parse_hlo", "random_bits",
-    "random_numbers", "recompilation_table", "recompilations", "run_with_flags", "speedup_widget",
-    "unsupported_ops", "variant_threads", "workload_args", "workload_function", "workload_input",
-    "workload_variants", "workload_worker",
+    "AUTO", "AUTO_JIT_FLAGS", "BUCKETS", "BUILDERS", "ELEMENTWISE", "GRAPH", "JIT", "LIBM", "SEED", "STAGES",
+    "START_UP_N", "STRATEGIES", "WORKLOADS", "CompiledCode", "CountedCall", "Instruction", "auto_clustered",
+    "auto_clustered_worker", "box_muller", "break_even_calls", "bucket", "busy_threads", "cache_bytes",
+    "compilations_in", "compile_error", "compiled_code", "compiled_code_worker", "count_compilations",
+    "count_fusions", "describe", "elementwise_chain", "fused_ops", "fusion_rows", "graph_kernels", "hlo", "hlo_ops",
+    "is_jit", "jit", "jit_compiled", "jit_vs_auto", "masked_chain_mean", "measure_and_count", "native_log_held",
+    "pad_to_bucket", "parse_hlo", "plain_graph", "random_bits", "random_numbers", "recompilation_table",
+    "recompilations", "run_with_flags", "speedup_widget", "turn_text", "unsupported_ops", "variant_processes",
+    "variant_threads", "workload_args", "workload_function", "workload_input", "workload_variants",
+    "workload_worker",
 ]

@@ -76,18 +76,29 @@ def workload_function(name: str) -> Callable:
     return WORKLOADS[name]
 
 
-def workload_variants() -> dict[str, Callable[..., Callable]]:
-    """Builders for ``SpeedupWidget``, graph and XLA: each takes ``workload`` and ``n`` and returns the
-    call to time, compiled fresh (so the first call shows what tracing or compiling costs)."""
+def plain_graph(fn: Callable) -> Callable:
+    """The baseline: the function traced into one graph, which TensorFlow runs kernel by kernel."""
+    return tf.function(fn)
 
-    def builder(jit_compile: bool):
+
+def jit_compiled(fn: Callable) -> Callable:
+    """XLA on one function: all of it compiled into one program, or the call fails."""
+    return tf.function(fn, jit_compile=True)
+
+
+def workload_variants() -> dict[str, Callable[..., Callable]]:
+    """Builders for ``SpeedupWidget``, graph and XLA (``plain_graph``, ``jit_compiled``): each takes
+    ``workload`` and ``n`` and returns the call to time, compiled fresh (so the first call shows what tracing
+    or compiling costs)."""
+
+    def builder(make: Callable[[Callable], Callable]):
         def build(workload: str = "elementwise chain", n: int = 1_000_000):
-            fn = tf.function(workload_function(workload), jit_compile=jit_compile)
+            fn = make(workload_function(workload))
             args = workload_args(workload, n)
             return lambda: fn(*args)
         return build
 
-    return {GRAPH: builder(False), JIT: builder(True)}
+    return {GRAPH: builder(plain_graph), JIT: builder(jit_compiled)}
 
 
 def variant_threads(workload: str, n: int, *, calls: int = 5) -> dict[str, int | None]:
