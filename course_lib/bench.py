@@ -481,8 +481,9 @@ class Comparison:
 def two_readings(first: Comparison, second: Comparison, name: str, over: str | None = None,
                  labels: tuple[str, str] = ("in the first comparison", "in the second")) -> str:
     """What one pair measured in two comparisons says, read from both: its two verdicts, and whether their
-    intervals overlap. Where they do not, the medians show which side moved: each call starts from the state
-    the call before it left, so the other variants in a comparison's rounds are part of what a ratio measured."""
+    intervals overlap (where they do, the words are a hedge: a re-run may find them apart, and contradicts
+    nothing). Where they do not, the medians show which side moved: each call starts from the state the call
+    before it left, so the other variants in a comparison's rounds are part of what a ratio measured."""
     over = over or first.baseline
     text = (f"{name} against {over} {labels[0]}: {first.judged(name, over)}; {labels[1]}: "
             f"{second.judged(name, over)}.")
@@ -490,7 +491,7 @@ def two_readings(first: Comparison, second: Comparison, name: str, over: str | N
         return text
     (lo1, hi1), (lo2, hi2) = first.interval(name, over), second.interval(name, over)
     if max(lo1, lo2) <= min(hi1, hi2):
-        return text + " The two intervals overlap: as far as their rounds can tell, the readings agree."
+        return text + " The two intervals overlap: the rounds cannot tell the two readings apart."
     ms = {n: tuple(f"{c[n].median_s * 1e3:.3g}" for c in (first, second)) for n in (over, name)}
     return (text + f" The two intervals do not overlap: the readings differ by more than either one's noise, so "
             f"they measured the pair in different conditions, not different code. {over} took {ms[over][0]} ms "
