@@ -135,7 +135,8 @@ def matmul_reading(result, dispatch_s: float, timed: Mapping[str, Callable[[], A
     text = (f"One operation means one dispatch, about {dispatch_us:.0f} µs on this machine (measured with the "
             f"small operations above), against a kernel of {result['tf.function'].median_s * 1e3:.1f} ms. ")
     if not result.apart("tf.function"):
-        return text + "This machine could not tell the two apart: a graph can save at most that one dispatch."
+        return text + (f"The graph against eager: {result.uncalled('tf.function')}; a graph can save at most that "
+                       "one dispatch.")
     if abs(gap_us) <= 3 * dispatch_us:
         return text + (f"The graph was {abs(gap_us):.0f} µs {way} per call, about one dispatch: that is all a "
                        "graph can change here.")

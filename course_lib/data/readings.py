@@ -40,7 +40,8 @@ def floor_reading(result: bench.Comparison, work: Work, batches: int) -> str:
         text += (f"Within a quarter of that floor: {_listed(near, against)}; there the steps fill most of the "
                  "epoch, and a faster pipeline can win back at most the rest. ")
     else:
-        text += "No variant came clearly within a quarter of that floor: each left the consumer waiting. "
+        text += ("No variant came clearly within a quarter of that floor: each left the consumer waiting, or the "
+                 "machine slowed the steps. ")
     if edge:
         text += f"On the edge of that quarter, so a re-run may place it either side: {_listed(edge, against)}. "
     fastest = max(result.names, key=result.speedup)
@@ -112,8 +113,8 @@ def no_step_reading(no_step: bench.Comparison, variant: str = "prefetch") -> str
     prefetch has no step to hide production behind."""
     over = no_step.baseline
     if not no_step.apart(variant, over):
-        return (f"With no step, {variant} showed {no_step.uncalled(variant, over)} against {over}, with no step "
-                "to hide production behind.")
+        return (f"With no step, {variant} against {over}: {no_step.uncalled(variant, over)}, with no step to hide "
+                "production behind.")
     if no_step.speedup(variant, over) < 1:
         return (f"With no step, {variant} cost time: handing each batch from its thread to the consumer is "
                 "overhead with nothing to hide.")
