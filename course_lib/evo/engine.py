@@ -22,21 +22,19 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import tensorflow as tf
 
 from course_lib.evo import bitpack
 from course_lib.evo import callbacks as cb_lib
+from course_lib.evo import fitness as fitness_lib
 from course_lib.evo import result as result_lib
 from course_lib.evo import state as state_lib
 from course_lib.evo.executors import Executor, OneDevice, Program, no_limits
 from course_lib.evo.result import Result
 from course_lib.evo.symbolic import check_binary
 from course_lib.evo.validation import whole
-
-if TYPE_CHECKING:  # the model module imports this one
-    from course_lib.evo.model import Model
 
 # memory_budget model: a gene's 4 bytes plus the temporaries of ops and fitness on it
 BYTES_PER_GENE_IN_FLIGHT = 32
@@ -47,6 +45,22 @@ AUTO_PROBE_GENERATIONS = 3
 # the run, and otherwise; the latter is also the compiled loop's history capacity (see capacity)
 WATCHED_CHUNK = 64
 WHOLE_RUN_CHUNK = 1024
+
+
+class Compiled(Protocol):
+    """What the loop reads and writes of a compiled ``evo.Model``: a protocol, not the class, because the
+    model module imports this one and the arrows run one way."""
+
+    mode: str | None
+    fitness: fitness_lib.Fitness | None
+    trace_count: int
+    history: dict[str, list[float]]
+
+    def _require_compiled(self) -> fitness_lib.Fitness: ...
+
+    def signature(self, n: int, executor: str = "one device") -> str: ...
+
+    def history_keys(self) -> tuple[str, ...]: ...
 
 
 # -- preparing a run ------------------------------------------------------------------------------------
@@ -218,7 +232,7 @@ class Prepared:
     sign: float  # 1.0 where the fitness is maximised, -1.0 where minimised
 
 
-def prepare(model: Model, executor: Executor, population_, generations: int, *, callbacks, batch_size: int | None,
+def prepare(model: Compiled, executor: Executor, population_, generations: int, *, callbacks, batch_size: int | None,
             memory_budget: int | None, chunk: int | None, resume_from) -> Prepared:
     """Validate everything and decide packing, batch and mode, before anything compiles."""
     generations = whole("generations", generations, 0)
@@ -281,7 +295,7 @@ def checkpoint_mode(model, executor, checkpoint: dict, n: int) -> str:
 class Run:
     """An evolve call as callbacks see it between chunks; set ``stop = True`` to end it."""
 
-    def __init__(self, model: Model, executor: Executor, program: Program, state, generation: int, generations: int,
+    def __init__(self, model: Compiled, executor: Executor, program: Program, state, generation: int, generations: int,
                  history: dict):
         self.model, self.executor, self.program, self.state = model, executor, program, state
         self.generation, self.generations, self.history = generation, generations, history
@@ -337,7 +351,7 @@ class Timed:
         return out
 
 
-def evolve(model: Model, executor: Executor, population_=None, generations: int = 100, *, callbacks=(),
+def evolve(model: Compiled, executor: Executor, population_=None, generations: int = 100, *, callbacks=(),
            batch_size: int | None = None, memory_budget: int | None = None, chunk: int | None = None,
            resume_from=None) -> Result:
     """Prepare the run, then drive ``executor``'s program chunk by chunk (see the module docstring)."""
