@@ -25,19 +25,19 @@ Every table and sentence writes a ratio and its interval one way: "1.17x slower 
 
 from __future__ import annotations
 
-import argparse
-import functools
 import html
 import json
 import math
 import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+from course_lib.host import machine, machine_summary
+from course_lib.tables import text_table
 
 __all__ = [
     "BenchError",
@@ -49,14 +49,8 @@ __all__ = [
     "compare_timers",
     "round_order",
     "two_readings",
-    "machine",
-    "machine_summary",
-    "table",
     "interval_bounds",
     "interval_text",
-    "save_report",
-    "Report",
-    "command",
 ]
 
 
@@ -666,242 +660,3 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
             on_result(timing, i + 1, len(comparison.timings))
     comparison.machine = machine()
     return comparison
-
-
-def save_report(comparisons: Iterable[Comparison], path: str | os.PathLike, **fields: Any) -> str:
-    """Write several comparisons, the machine and any other JSON-able ``fields`` (rows of a table,
-    traces, rates) as one JSON file: what every ``course bench`` command saves. Returns the path."""
-    from pathlib import Path
-
-    taken = {"machine", "comparisons"} & set(fields)
-    if taken:
-        raise ValueError(f"save_report writes {sorted(taken)} itself; give the other fields other names")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine(), "comparisons": [c.to_dict() for c in comparisons], **fields}
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    return str(path)
-
-
-# -- the `course bench` commands ------------------------------------------------------------------
-
-@dataclass
-class Report:
-    """What a ``course bench`` command measured: its comparisons, and any other JSON-able fields
-    its readers need (``save_report`` writes them beside the comparisons)."""
-
-    comparisons: list[Comparison] = field(default_factory=list)
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
-# every command made by ``command``, by name: defining one registers it (``course_lib.benchmarks.commands``)
-COMMANDS: dict[str, Callable[[Sequence[str] | None], int]] = {}
-
-
-def command(name: str, *, options: Mapping[str, Mapping[str, Any]] | None = None,
-            repeats: int | None = 5, quick: Mapping[str, Any] | None = None,
-            check: Callable[[argparse.Namespace], str | None] | None = None):
-    """Make ``measure(args) -> Report | list[Comparison]`` the command ``course bench NAME``.
-
-    The decorated function takes the argument list (what ``course bench NAME`` passes on) and
-    returns an exit code. Every command gets the same options and the same report:
-
-    * ``--repeats`` (timed repeats per variant; default ``repeats``, none when ``repeats`` is None),
-      ``--quick`` (the option values in ``quick``: a smoke run in seconds; options given on the
-      command line still win), ``--out`` (``--json`` is the same; default ``build/bench/NAME.json``),
-      and the command's own: ``options`` maps each flag to ``ArgumentParser.add_argument``'s keywords;
-      ``check(args)`` returns a message for a bad combination (exit code 2 with the usage, as for a
-      bad option);
-    * one JSON report through ``save_report``: the command, its arguments, the machine, the
-      comparisons and the report's other fields. The command prints its own tables as it goes.
-
-    The machine is described after ``measure`` runs, so a command may set up devices first.
-    """
-    def decorate(measure: Callable[[argparse.Namespace], Any]) -> Callable[[Sequence[str] | None], int]:
-        def parser() -> argparse.ArgumentParser:
-            p = argparse.ArgumentParser(prog=f"course bench {name}", description=measure.__doc__)
-            if repeats is not None:
-                p.add_argument("--repeats", type=_at_least_one, default=repeats, help="timed repeats per variant")
-            p.add_argument("--quick", action="store_true",
-                           help="a smoke run: " + (", ".join(f"--{k.replace('_', '-')} {v}"
-                                                             for k, v in (quick or {}).items()) or "as given"))
-            p.add_argument("--out", "--json", dest="out", default=f"build/bench/{name.replace('-', '_')}.json",
-                           help="where to write the JSON report")
-            for flag, spec in (options or {}).items():
-                p.add_argument(flag, **spec)
-            return p
-
-        @functools.wraps(measure)
-        def main(argv: Sequence[str] | None = None) -> int:
-            p = parser()
-            argv = list(argv or [])
-            args = p.parse_args(argv)
-            if args.quick and quick:
-                p.set_defaults(**quick)
-                args = p.parse_args(argv)
-            problem = check(args) if check is not None else None
-            if problem:
-                p.error(problem)
-            measured = measure(args)
-            report = measured if isinstance(measured, Report) else Report(list(measured))
-            path = save_report(report.comparisons, args.out, command=name, args=vars(args), **report.fields)
-            print(f"measured on {machine_summary()}; wrote {path}")
-            return 0
-
-        main.bench_command = name  # how a test tells a command built here from one that is not
-        main.parser = parser
-        if COMMANDS.get(name, main).__module__ != main.__module__:
-            raise ValueError(f"two benchmarks are named {name!r} ({COMMANDS[name].__module__} and "
-                             f"{main.__module__}); give one another name")
-        COMMANDS[name] = main
-        return main
-
-    return decorate
-
-
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
-    return value
-
-
-_CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
-_MACHINE: dict | None = None
-
-
-def _cpu_model_and_flags() -> tuple[str, list[str]]:
-    model, flags = platform.processor() or platform.machine(), []
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "model name" and model in ("", platform.machine(), platform.processor()):
-                    model = value.strip()
-                elif key in ("flags", "Features") and not flags:
-                    present = set(value.split())
-                    flags = [f for f in _CPU_FLAGS if f in present]
-    except OSError:
-        pass
-    return model, flags
-
-
-def onednn_enabled() -> bool | None:
-    """Whether this TensorFlow runs its CPU kernels through oneDNN: it depends on the wheel, the processor's
-    features and ``TF_ENABLE_ONEDNN_OPTS``, so it is read from the running TensorFlow (None when it cannot
-    tell)."""
-    try:  # the wheel's own answer; a private module, so it may move
-        from tensorflow.python.util import _pywrap_util_port
-        return bool(_pywrap_util_port.IsMklEnabled())
-    except (ImportError, AttributeError):
-        flag = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
-        return None if flag is None else flag.strip().lower() in ("1", "true")
-
-
-def usable_cores() -> int:
-    """The cores this process may run on: its CPU affinity where the system reports one (a container or
-    ``taskset`` can allow fewer than the machine has, and TensorFlow sizes its thread pools to them),
-    else the machine's count."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this system (macOS, Windows)
-        return os.cpu_count() or 1
-
-
-def machine() -> dict:
-    """What the numbers were measured on: CPU model and features, cores, versions, devices."""
-    global _MACHINE
-    if _MACHINE is None:
-        import tensorflow as tf
-
-        model, flags = _cpu_model_and_flags()
-        _MACHINE = {
-            "cpu": model,
-            "cpu_flags": flags,
-            "cores": usable_cores(),
-            "python": platform.python_version(),
-            "tensorflow": tf.__version__,
-            "numpy": np.__version__,
-            "devices": [d.name for d in tf.config.list_logical_devices()],
-            "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
-            "gpu_details": _gpu_details(tf),
-            "cuda_build": _build_info(tf, "cuda_version"),
-            "cudnn_build": _build_info(tf, "cudnn_version"),
-            "onednn": {True: "on", False: "off", None: "unknown"}[onednn_enabled()],
-        }
-    return dict(_MACHINE)
-
-
-def _build_info(tf, key: str) -> str:
-    """A version TensorFlow was built with (``tf.sysconfig.get_build_info``), or why there is none."""
-    info = tf.sysconfig.get_build_info()
-    return str(info[key]) if info.get(key) else ("none (a CPU-only build)" if not info.get("is_cuda_build")
-                                                  else "unknown")
-
-
-def _gpu_details(tf) -> list[str]:
-    """Each GPU's name, memory and compute capability; empty without one (then nothing is queried)."""
-    gpus = tf.config.list_physical_devices("GPU")
-    memory = []
-    if gpus:
-        import subprocess
-
-        try:
-            memory = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader"],
-                                    check=False, capture_output=True, text=True, timeout=10).stdout.split("\n")
-        except (OSError, subprocess.SubprocessError):
-            memory = []
-    out = []
-    for i, gpu in enumerate(gpus):
-        details = tf.config.experimental.get_device_details(gpu)
-        cc = ".".join(map(str, details.get("compute_capability", ()))) or "?"
-        mem = memory[i].strip() if i < len(memory) and memory[i].strip() else "memory unknown"
-        out.append(f"{gpu.name}: {details.get('device_name', '?')}, {mem}, compute capability {cc}")
-    return out
-
-
-def machine_summary(info: Mapping | None = None) -> str:
-    """One line naming the machine, for captions and tables."""
-    info = info or machine()
-    if not info:
-        return "machine unknown"
-    gpus = info.get("gpus") or []
-    accel = f"{len(gpus)} GPU(s)" if gpus else "no GPU"
-    flags = "/".join(f.upper() for f in info.get("cpu_flags", []) if f in ("avx2", "fma", "avx512f"))
-    cores = info.get("cores", "?")
-    return (f"{info.get('cpu', '?')} ({cores} core{'' if cores == 1 else 's'}{', ' + flags if flags else ''}), "
-            f"{accel}, TF {info.get('tensorflow', '?')}")
-
-
-def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """Plain-text columns, each as wide as its longest cell, two spaces apart."""
-    rows = [tuple(header)] + [tuple(str(c) for c in row) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
-
-
-def text_table_of(rows: Iterable[Mapping[str, Any]], float_format: str = ".3g") -> str:
-    """``text_table`` from a list of dicts with the same keys (the plain-text counterpart of ``table``):
-    the first dict's keys head the columns, floats are written with ``float_format``."""
-    rows = list(rows)
-    if not rows:
-        return "(no rows)"
-    return text_table(list(rows[0]), [[format(v, float_format) if isinstance(v, float) else v for v in row.values()]
-                                      for row in rows])
-
-
-def table(rows: Iterable[Mapping[str, Any]]) -> str:
-    """An HTML table from a list of dicts with the same keys (for results that are not timings)."""
-    rows = list(rows)
-    if not rows:
-        return "<table></table>"
-    cols = list(rows[0])
-
-    def fmt(v):
-        return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
-
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{fmt(r.get(c, ''))}</td>" for c in cols) + "</tr>"
-                   for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"

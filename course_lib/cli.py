@@ -105,9 +105,9 @@ def kernel_registered(name: str = "tf-perf-course") -> str | None:
 
 def _doctor(args) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    from course_lib import bench
+    from course_lib import host
 
-    info = bench.machine()
+    info = host.machine()
     kernel = kernel_registered()
     report = dict(info, kernel=kernel or "not registered (run `make kernel`)", executable=sys.executable)
     if args.json:
@@ -115,7 +115,7 @@ def _doctor(args) -> int:
     else:
         for key, value in report.items():
             print(f"{key:>12}: {', '.join(value) if isinstance(value, list) else value}")
-        print(f"\n{bench.machine_summary(info)}")
+        print(f"\n{host.machine_summary(info)}")
     return 0
 
 

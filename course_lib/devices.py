@@ -301,15 +301,15 @@ class Transfers:
 
     def table(self) -> str:
         """The summary as an HTML table."""
-        from course_lib import bench
-        return bench.table(self.summary())
+        from course_lib import tables
+        return tables.table(self.summary())
 
     def _repr_html_(self) -> str:
         return self.table()
 
     def __repr__(self) -> str:
-        from course_lib import bench
-        return bench.text_table_of(self.summary())
+        from course_lib import tables
+        return tables.text_table_of(self.summary())
 
     def verdicts(self):
         """One sentence per move, read from the timings (Markdown in a notebook). For a copy it gives the rate

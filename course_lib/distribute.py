@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, processes
+from course_lib import bench, host, processes
 from course_lib.arguments import short_device_name, whole
 
 __all__ = [
@@ -212,7 +212,7 @@ def model_parallel_verdicts(comparison: bench.Comparison, n_devices: int) -> ben
         comparison[name]  # a clear KeyError naming what is missing
     one = comparison["one tower alone"].median_s
     at_once = {name: n_devices * one / comparison[name].median_s for name in ("towers, one device", towers_n)}
-    cores = bench.usable_cores()
+    cores = host.usable_cores()
     out = [comparison.verdict(chain_n, over="chain, one device"),
            comparison.verdict(towers_n, over="towers, one device"),
            f"one tower alone took {one * 1e3:.3g} ms, so {n_devices} towers one after another would take "

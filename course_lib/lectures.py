@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import nbformat
 
-from course_lib import bench
+from course_lib import bench, host
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -230,7 +230,7 @@ def run(only: Sequence[str] | None = None, params: Mapping[str, str] | None = No
 
 
 def _machine_quietly(log: Path) -> dict:
-    """``bench.machine()``, with the C++ log of TensorFlow's import in this process sent to ``log``,
+    """``host.machine()``, with the C++ log of TensorFlow's import in this process sent to ``log``,
     not the terminal."""
     log.parent.mkdir(parents=True, exist_ok=True)
     terminal = os.dup(2)
@@ -238,7 +238,7 @@ def _machine_quietly(log: Path) -> dict:
         with open(log, "ab") as fh:
             os.dup2(fh.fileno(), 2)
             try:
-                return bench.machine()
+                return host.machine()
             finally:
                 os.dup2(terminal, 2)
     finally:
@@ -301,7 +301,7 @@ def write_index(outcomes: Sequence[Outcome], output_dir: Path = BUILD) -> Path:
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px}} img{{max-width:100%}} section{{margin-bottom:2em}}</style></head>
 <body><h1>TensorFlow performance course: measured on this machine</h1>
-<p><b>Machine:</b> {html.escape(bench.machine_summary(info))}; CPU features: {html.escape(flags)};
+<p><b>Machine:</b> {html.escape(host.machine_summary(info))}; CPU features: {html.escape(flags)};
 devices: {html.escape(", ".join(info.get("devices", [])))}; generated {time.strftime("%Y-%m-%d %H:%M")}</p>
 {"".join(sections)}
 </body></html>

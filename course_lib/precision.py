@@ -4,7 +4,7 @@ mixed-precision policy, the numerics that decide what is safe, and post-training
 Whether a narrower type pays depends on the processor: bfloat16 halves the bytes moved, but only a processor
 with bfloat16 instructions (AVX-512 BF16, AMX) multiplies it without converting each value to float32 first,
 and only a library that knows those instructions (oneDNN) uses them. So every sentence here is rendered from
-the run (the comparison's verdict) and from the features this processor reports (``bench.machine``).
+the run (the comparison's verdict) and from the features this processor reports (``host.machine``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, processes
+from course_lib import bench, host, processes
 
 DTYPES = ("float32", "bfloat16", "float16")
 FLOAT16_MAX = 65504.0          # the largest finite float16
@@ -39,8 +39,8 @@ _FEATURE_NAMES = {"amx_tile": "AMX tile instructions", "avx512_bf16": "AVX-512 B
 
 def cpu_features(info: Mapping | None = None) -> dict[str, bool]:
     """Which of the features that decide reduced precision this processor has: ``amx_tile``,
-    ``avx512_bf16``, ``avx512f``, ``avx2`` (read by ``bench.machine``, or given as ``info``)."""
-    flags = set((info or bench.machine()).get("cpu_flags", []))
+    ``avx512_bf16``, ``avx512f``, ``avx2`` (read by ``host.machine``, or given as ``info``)."""
+    flags = set((info or host.machine()).get("cpu_flags", []))
     return {name: name in flags for name in _FEATURE_NAMES}
 
 
@@ -67,10 +67,10 @@ def dtype_sentence(result: bench.Comparison, name: str = "bfloat16", over: str =
         result: the comparison that timed both variants in turns.
         name, over: the two variants (a narrow type and float32).
         features: ``cpu_features()`` (this machine's by default).
-        onednn: whether oneDNN ran the kernels (``bench.onednn_enabled()`` by default).
+        onednn: whether oneDNN ran the kernels (``host.onednn_enabled()`` by default).
     """
     features = cpu_features() if features is None else features
-    onednn = bench.onednn_enabled() if onednn is None else onednn
+    onednn = host.onednn_enabled() if onednn is None else onednn
     call = result.call(name, over)
     native = bfloat16_hardware(features)
     kind = name.split(",")[0]  # "bfloat16, oneDNN off" -> "bfloat16"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from course_lib import bench
+from course_lib import bench, host, tables
 from course_lib.benchmarks import tsp as tsp_bench
 
 
@@ -76,20 +76,20 @@ def test_json_file_written(tmp_path):
 
 
 def test_machine_names_cpu_cores_and_devices():
-    info = bench.machine()
+    info = host.machine()
     assert info["cores"] >= 1
     assert info["tensorflow"] == tf.__version__
     assert any("CPU" in d for d in info["devices"])
-    assert "TF" in bench.machine_summary(info)
+    assert "TF" in host.machine_summary(info)
 
 
 def test_cores_are_those_this_process_may_use(monkeypatch):
     monkeypatch.setattr(bench.os, "sched_getaffinity", lambda pid: {0}, raising=False)  # as under taskset -c 0
-    assert bench.usable_cores() == 1
-    assert "(1 core, " in bench.machine_summary({"cpu": "X", "cores": 1, "cpu_flags": ["avx2"]})
-    assert "(4 cores)" in bench.machine_summary({"cpu": "X", "cores": 4})
+    assert host.usable_cores() == 1
+    assert "(1 core, " in host.machine_summary({"cpu": "X", "cores": 1, "cpu_flags": ["avx2"]})
+    assert "(4 cores)" in host.machine_summary({"cpu": "X", "cores": 4})
     monkeypatch.delattr(bench.os, "sched_getaffinity")  # a system without affinity: the machine's count
-    assert bench.usable_cores() == (bench.os.cpu_count() or 1)
+    assert host.usable_cores() == (bench.os.cpu_count() or 1)
 
 
 def test_bad_input_gives_clear_errors():
@@ -272,92 +272,14 @@ def test_ratio_text_stays_readable_at_both_ends():
 
 
 def test_a_text_table_of_dicts_heads_with_the_keys_and_formats_floats():
-    text = bench.text_table_of([{"move": "copy", "ms": 1.23456, "n": 3}, {"move": "view", "ms": 0.5, "n": 12}], ".2f")
+    text = tables.text_table_of([{"move": "copy", "ms": 1.23456, "n": 3}, {"move": "view", "ms": 0.5, "n": 12}], ".2f")
     assert text.splitlines() == ["move  ms    n", "copy  1.23  3", "view  0.50  12"]
-    assert bench.text_table_of([]) == "(no rows)"
+    assert tables.text_table_of([]) == "(no rows)"
 
 
 def test_a_speedup_column_writes_every_slower_row_the_same_way():
     assert [bench.speedup_text(r) for r in (2.314, 1.0, 1 / 1.58, 0.223, 1 / 226)] == [
         "2.31x", "1x", "1.58x slower", "4.48x slower", "226x slower"]
-
-
-# -- the `course bench` skeleton ------------------------------------------------------------------
-
-@bench.command("toy-bench", repeats=4, quick={"size": 2, "repeats": 1},
-               options={"--size": dict(type=int, default=100, help="how big")},
-               check=lambda args: "--size must be even" if args.size % 2 else None)
-def toy_bench(args):
-    """A command measuring two variants at --size."""
-    c = bench.compare({"a": lambda: args.size, "b": lambda: -args.size}, repeats=args.repeats, params=vars(args))
-    return bench.Report([c], {"size_seen": args.size})
-
-
-def test_a_command_writes_one_report_with_its_arguments_and_the_machine(tmp_path, capsys):
-    out = tmp_path / "deep" / "toy.json"
-    assert toy_bench(["--size", "6", "--out", str(out)]) == 0
-    report = json.loads(out.read_text())
-    assert report["command"] == "toy-bench" and report["size_seen"] == 6
-    assert report["args"] == {"repeats": 4, "quick": False, "out": str(out), "size": 6}
-    assert report["machine"] == bench.machine()
-    [c] = report["comparisons"]
-    assert [v["name"] for v in c["variants"]] == ["a", "b"] and c["repeats"] == 4
-    # more blocks while a ratio is unsettled: noise decides how many
-    assert len(c["variants"][0]["times_s"]) in range(4, 4 * bench.MOST_ROUNDS + 1, 4)
-    assert f"wrote {out}" in capsys.readouterr().out
-
-
-def test_quick_sets_small_values_that_explicit_options_override(tmp_path):
-    out = tmp_path / "toy.json"
-    toy_bench(["--quick", "--json", str(out)])  # --json is --out
-    args = json.loads(out.read_text())["args"]
-    assert (args["quick"], args["repeats"], args["size"]) == (True, 1, 2)
-    toy_bench(["--quick", "--size", "8", "--out", str(out)])
-    assert json.loads(out.read_text())["size_seen"] == 8
-
-
-def test_a_command_writes_through_save_report(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(bench, "save_report", lambda comparisons, path, **fields: calls.append((path, fields)))
-    toy_bench(["--quick", "--out", str(tmp_path / "x.json")])
-    assert [(path, sorted(fields)) for path, fields in calls] == [(str(tmp_path / "x.json"),
-                                                                   ["args", "command", "size_seen"])]
-    assert not (tmp_path / "x.json").exists()
-
-
-def test_a_command_refuses_bad_options_with_usage(capsys):
-    for argv, message in [(["--size", "3"], "--size must be even"),
-                          (["--repeats", "0"], "must be a whole number >= 1"),
-                          (["--nope"], "unrecognized arguments: --nope")]:
-        with pytest.raises(SystemExit) as info:
-            toy_bench(argv)
-        assert info.value.code == 2
-        err = capsys.readouterr().err
-        assert "usage: course bench toy-bench" in err and message in err
-
-
-def test_save_report_keeps_its_own_fields():
-    with pytest.raises(ValueError, match=r"writes \['machine'\] itself"):
-        bench.save_report([], "unused.json", machine="mine")
-
-
-BENCH_NAMES = ["ops", "ga", "ga-replicas", "tsp", "eager-vs-graph", "gan", "xla", "tfdata", "strategies", "neuro"]
-
-
-@pytest.mark.parametrize("name", BENCH_NAMES)
-def test_every_course_bench_command_is_made_by_the_skeleton(name):
-    from course_lib import benchmarks
-
-    command = benchmarks.commands()[name]
-    assert getattr(command, "bench_command", None) == name, f"{command.__module__} is not made by bench.command"
-
-
-def test_two_benchmarks_cannot_share_a_name():
-    from course_lib import benchmarks
-
-    benchmarks.commands()
-    with pytest.raises(ValueError, match="two benchmarks are named 'ops'"):
-        bench.command("ops")(lambda args: [])
 
 
 def test_compare_times_every_variant_and_the_baselines_twin_in_each_round():
@@ -438,7 +360,7 @@ def test_text_table_fits_long_variant_names():
 
 
 def test_machine_says_whether_onednn_is_on(monkeypatch):
-    assert bench.machine()["onednn"] == {True: "on", False: "off", None: "unknown"}[bench.onednn_enabled()]
+    assert host.machine()["onednn"] == {True: "on", False: "off", None: "unknown"}[host.onednn_enabled()]
     # without the wheel's own answer, TF_ENABLE_ONEDNN_OPTS decides, and nothing set means unknown
     import tensorflow.python.util as util
 
@@ -446,9 +368,9 @@ def test_machine_says_whether_onednn_is_on(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow.python.util._pywrap_util_port", None)
     for flag, on in (("0", False), ("1", True), ("True", True), ("off", False)):
         monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", flag)
-        assert bench.onednn_enabled() is on, flag
+        assert host.onednn_enabled() is on, flag
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
-    assert bench.onednn_enabled() is None
+    assert host.onednn_enabled() is None
 
 
 # -- each pair against its own noise, enough rounds, repeated looks, one notation ---------------------------------

@@ -7,7 +7,7 @@ the GPU fields (empty, or naming a CPU-only build, where there is none).
 import os
 import runpy
 
-from course_lib import bench, kernel, processes
+from course_lib import host, kernel, processes
 
 GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 
@@ -40,6 +40,6 @@ def test_child_processes_get_memory_growth_unless_set():
 
 
 def test_machine_report_names_gpus_and_the_cuda_build():
-    info = bench.machine()
+    info = host.machine()
     assert isinstance(info["gpu_details"], list) and len(info["gpu_details"]) == len(info["gpus"])
     assert info["cuda_build"] and info["cudnn_build"]

@@ -1,15 +1,15 @@
-"""The ``course bench`` commands. Each one is a function made by ``course_lib.bench.command``, which
-registers it by name when its module is imported; ``commands()`` imports them all.
+"""The ``course bench`` commands. Each one is a function made by ``command`` (``benchmarks/command.py``, the
+skeleton they share), which registers it by name when its module is imported; ``commands()`` imports them all.
 
-To add a benchmark: write its module here (one command, made by ``bench.command("name", ...)``) and add
-the module to the import line in ``commands``.
+To add a benchmark: write its module here (one function decorated with ``command("name", ...)``) and add the
+module to the import line in ``commands``.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from course_lib import bench
+from course_lib.benchmarks.command import COMMANDS
 
 
 def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
@@ -31,4 +31,4 @@ def commands() -> dict[str, Callable[[Sequence[str] | None], int]]:
         xla,
     )
 
-    return dict(bench.COMMANDS)
+    return dict(COMMANDS)

@@ -4,10 +4,11 @@ calls (the variants live in ``course_lib.graphs``)."""
 from __future__ import annotations
 
 from course_lib import bench
+from course_lib.benchmarks.command import command
 from course_lib.graphs import matmul_variants, small_ops_variants, train_step_variants
 
 
-@bench.command(
+@command(
     "eager-vs-graph", repeats=7, quick={"ops": 20, "batch": 4, "n": 64, "repeats": 2},
     options={
         "--ops": dict(type=int, default=200, help="operations in the small-ops function"),

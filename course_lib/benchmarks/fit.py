@@ -5,14 +5,15 @@ step's peak memory against the batch in fresh processes (the models live in ``co
 
 from __future__ import annotations
 
-from course_lib import bench, fitting
+from course_lib import bench, fitting, tables
+from course_lib.benchmarks.command import Report, command
 
 
 def _sizes(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s.strip()]
 
 
-@bench.command(
+@command(
     "fit", repeats=5,
     quick={"steps": 16, "wide_steps": 4, "eager_steps": 2, "large_predict": 256, "memory_batches": "256,1024",
            "memory_depth": 4, "repeats": 2},
@@ -28,7 +29,7 @@ def _sizes(text: str) -> list[int]:
         "--memory-width": dict(type=int, default=256, help="units per layer of the memory model"),
         "--memory-depth": dict(type=int, default=8, help="layers of the memory model"),
     })
-def bench_fit(args) -> bench.Report:
+def bench_fit(args) -> Report:
     """``course bench fit``: fit settings, run_eagerly, predict against a call, recompute_grad, peak memory."""
     results = []
     small_variants = fitting.fit_variants(batch=args.batch)
@@ -70,9 +71,9 @@ def bench_fit(args) -> bench.Report:
     cases = [dict(batch=b, **shape) for b in batches] + [dict(batch=top, recompute=True, **shape),
                                                           dict(batch=top, policy="mixed_bfloat16", **shape)]
     peaks = fitting.step_peaks(cases)
-    print(bench.text_table_of(fitting.memory_rows(peaks)))
+    print(tables.text_table_of(fitting.memory_rows(peaks)))
     print(fitting.memory_sentence(peaks))
     print(fitting.auto_sentence(fitting.auto_steps_per_execution()))
     print(fitting.gpu_sentence(fitting.jit_auto()))
-    return bench.Report(results, {"memory": peaks, "jit_auto": fitting.jit_auto(),
+    return Report(results, {"memory": peaks, "jit_auto": fitting.jit_auto(),
                                   "auto_steps_per_execution": fitting.auto_steps_per_execution()})

@@ -8,6 +8,7 @@ population (no Python loop per individual): the bar the engine is judged by.
 from __future__ import annotations
 
 from course_lib import bench, evo
+from course_lib.benchmarks.command import Report, command
 from course_lib.benchmarks.ga_replicas import GENERATIONS, bench_replicas, measure_replicas, replica_counts
 from course_lib.evo import fusion
 from course_lib.lessons.evolution import (
@@ -47,7 +48,7 @@ def sizes(problem: str, length: int, args, target: str) -> list[int]:
     return fits or [GPU_SIZES[problem][0]]
 
 
-@bench.command("ga", repeats=3, quick={}, check=replica_counts,
+@command("ga", repeats=3, quick={}, check=replica_counts,
                options={"--generations": GENERATIONS,
                         "--replicas": dict(type=int, nargs="+", default=None, metavar="N",
                                            help="throughput per replica count instead (as course bench ga-replicas; "
@@ -129,4 +130,4 @@ def bench_ga(args):
             print(breakdown_sentences(parts), end="\n\n")
             comparisons.append(parts["comparison"])
             results[-1]["breakdown"] = {k: v for k, v in parts.items() if k != "comparison"}
-    return bench.Report(comparisons, {"results": results})
+    return Report(comparisons, {"results": results})

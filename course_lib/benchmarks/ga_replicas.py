@@ -3,7 +3,8 @@ per count (virtual CPUs are fixed when TensorFlow starts)."""
 
 from __future__ import annotations
 
-from course_lib import bench, devices, distribute, evo, processes
+from course_lib import devices, distribute, evo, processes
+from course_lib.benchmarks.command import Report, command
 from course_lib.evo import sharding
 from course_lib.lessons.evolution import onemax_model, rastrigin_model, replica_comparison
 
@@ -41,7 +42,7 @@ def measure_replicas_in_fresh_process(replicas: int, problems: list, generations
     return {"replicas": replicas, "results": out}
 
 
-@bench.command("ga-replicas", repeats=3, quick={}, check=replica_counts,
+@command("ga-replicas", repeats=3, quick={}, check=replica_counts,
                options={"--generations": GENERATIONS,
                         "--replicas": dict(type=int, nargs="+", default=[1, 2, 4], metavar="N",
                                            help="replica counts (one virtual CPU each)")})
@@ -51,7 +52,7 @@ def bench_replicas(args):
     return measure_replicas(args)
 
 
-def measure_replicas(args) -> bench.Report:
+def measure_replicas(args) -> Report:
     """``course bench ga-replicas`` (and ``ga --replicas``): one fresh process per replica count."""
     generations = args.generations or (10 if args.quick else 30)
     problems = ([("onemax", (512, 256)), ("rastrigin", (512, 100))] if args.quick
@@ -70,4 +71,4 @@ def measure_replicas(args) -> bench.Report:
                 rate = res["gene_generations_per_s"][v["name"]]
                 print(f"{cmp['params']['problem']:10}{run['replicas']:>9}  {v['name']:14}{rate:>20.3e}"
                       f"{v['speedup']:>14.2f}x")
-    return bench.Report([], {"generations": generations, "runs": runs})
+    return Report([], {"generations": generations, "runs": runs})

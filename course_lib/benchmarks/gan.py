@@ -4,11 +4,11 @@ step's throughput and its ratio beside the study's (the model, the steps and the
 
 from __future__ import annotations
 
-from course_lib import bench
+from course_lib.benchmarks.command import Report, command
 from course_lib.models.gan import MNIST_IMAGES, SIZES, journey
 
 
-@bench.command(
+@command(
     "gan", repeats=5, quick={"size": 8, "images": 2_000, "batch": 8, "big_batch": 16, "repeats": 2, "rounds": 1},
     options={
         "--size": dict(type=int, default=28, choices=SIZES, help="image size (28 is MNIST's)"),
@@ -19,7 +19,7 @@ from course_lib.models.gan import MNIST_IMAGES, SIZES, journey
         "--rounds": dict(type=int, default=2, help="alternating fresh processes per auto-clustering variant"),
         "--no-auto-jit": dict(action="store_true", help="skip auto-clustering (fresh processes)"),
     })
-def bench_journey(args) -> bench.Report:
+def bench_journey(args) -> Report:
     """``course bench gan``: lecture 06's journey at any size; the report adds the throughput per batch
     (``batches``) and each step's ratio beside the study's (``ratios``)."""
     steps, batches, auto, ratios = journey(size=args.size, batch=args.batch, big_batch=args.big_batch,
@@ -28,5 +28,5 @@ def bench_journey(args) -> bench.Report:
     for result in (steps, batches) + ((auto,) if auto is not None else ()):
         print(result, end="\n\n")
     print(ratios.verdicts())
-    return bench.Report([steps, batches.comparison] + ([auto] if auto is not None else []),
+    return Report([steps, batches.comparison] + ([auto] if auto is not None else []),
                         {"batches": batches.rows(), "ratios": ratios.rows})

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from course_lib import bench
+from course_lib.benchmarks.command import Report, command
 from course_lib.evo import fusion, pareto
 from course_lib.problems import multiobjective as mo
 
@@ -98,7 +99,7 @@ def _print_rows(title: str, rows: list[dict]) -> None:
     print()
 
 
-@bench.command(
+@command(
     "moo", repeats=3,
     quick={"population": 256, "generations": 5, "sizes": "256,512", "curve_generations": 10,
            "final_generations": 20, "seeds": "0", "modes": "graph,xla", "repeats": 1},
@@ -111,7 +112,7 @@ def _print_rows(title: str, rows: list[dict]) -> None:
         "--final-generations": dict(type=int, default=250, help="generations of the final-hypervolume runs"),
         "--seeds": dict(default="0,1,2", help="seeds of the final-hypervolume runs"),
     })
-def bench_moo(args) -> bench.Report:
+def bench_moo(args) -> Report:
     """``course bench moo``: NSGA-II in the engine (each mode) against a NumPy NSGA-II, the sort's growth,
     hypervolume against evaluations, and final hypervolumes on ZDT1-3 and DTLZ2 at population 100."""
     result = speed(args.population, args.generations, args.repeats, args.modes.split(","))
@@ -127,5 +128,5 @@ def bench_moo(args) -> bench.Report:
                  list(zip(curves["evaluations"], curves["evo xla"], curves["NumPy NSGA-II"]))[every - 1::every]])
     finals = final_hypervolumes(100, args.final_generations, [int(s) for s in args.seeds.split(",")])
     _print_rows(f"final hypervolume, population 100, {args.final_generations} generations", finals)
-    return bench.Report([result], {"generations_per_s": per_s, "sort_scaling": scaling, "curves": curves,
+    return Report([result], {"generations_per_s": per_s, "sort_scaling": scaling, "curves": curves,
                                    "final": finals})

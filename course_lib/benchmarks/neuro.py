@@ -5,6 +5,7 @@ episodes, with Gymnasium's vector environment and one batched policy call per st
 from __future__ import annotations
 
 from course_lib import bench
+from course_lib.benchmarks.command import command
 from course_lib.evo.neuro import mlp
 from course_lib.lessons.neuroevolution import (
     GRAPH,
@@ -28,7 +29,7 @@ def _sizes_at_least_two(args) -> str | None:
     return None if all(n >= 2 for n in args.sizes) else f"population sizes must be >= 2, got {args.sizes}"
 
 
-@bench.command("neuro", repeats=3, check=_sizes_at_least_two,
+@command("neuro", repeats=3, check=_sizes_at_least_two,
                quick={"sizes": [64, 256], "episodes": 2, "steps": 100},
                options={"--sizes": {"type": int, "nargs": "+", "default": [64, 256, 1024, 4096],
                                     "help": "population sizes"},

@@ -6,13 +6,14 @@ against a NumPy NSGA-III at large populations, and the survivor selection alone 
 
 from __future__ import annotations
 
-from course_lib import bench
+from course_lib import tables
+from course_lib.benchmarks.command import Report, command
 from course_lib.lessons.nsga3_race import GENERATIONS, GENES, accuracy, has_pymoo, selection_speed, speed
 
 
 def _print_rows(title: str, rows: list[dict]) -> None:
     print(title)
-    print(bench.text_table_of(rows, ".4g"), end="\n\n")
+    print(tables.text_table_of(rows, ".4g"), end="\n\n")
 
 
 def _cases(text: str) -> list[tuple[int, int]]:
@@ -47,7 +48,7 @@ def _check(args) -> str | None:
     return None
 
 
-@bench.command(
+@command(
     "nsga3", repeats=3, check=_check,
     quick={"seeds": "0", "cases": "2:3", "generations_scale": 0.04, "sizes": "256", "generations": 5,
            "numpy_generations": 1, "pools": "256,512", "repeats": 1},
@@ -68,7 +69,7 @@ def _check(args) -> str | None:
                                     help="NumPy NSGA-III generations per timed call"),
         "--pools": dict(default="500,1000,2000,4000", help="pool sizes of the selection-alone timing ('' for none)"),
     })
-def bench_nsga3(args) -> bench.Report:
+def bench_nsga3(args) -> Report:
     """``course bench nsga3``: median IGD of NSGA-III on DTLZ1-4 beside pymoo's (when installed) on Deb and
     Jain's settings, generations per second against a NumPy NSGA-III, and the selection alone against the pool."""
     if not args.no_pymoo and not has_pymoo():
@@ -83,4 +84,4 @@ def bench_nsga3(args) -> bench.Report:
     selection = selection_speed([int(s) for s in args.pools.split(",")], args.repeats) if args.pools else []
     if selection:
         _print_rows("NSGA-III selection alone, DTLZ2 with 5 objectives (half the pool kept)", selection)
-    return bench.Report([], {"final": finals, "speed": rates, "selection": selection})
+    return Report([], {"final": finals, "speed": rates, "selection": selection})

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from course_lib import bench
+from course_lib.benchmarks.command import command
 from course_lib.evo import fitness, fusion, ops, population, rng
 from course_lib.evo.rng import Rows
 from course_lib.lessons import sorting_ops
@@ -101,7 +102,7 @@ def _known_ops(args) -> str | None:
     return None
 
 
-@bench.command("ops", repeats=5, check=_known_ops, quick={"shapes": [(64, 32), (256, 128)], "repeats": 3},
+@command("ops", repeats=5, check=_known_ops, quick={"shapes": [(64, 32), (256, 128)], "repeats": 3},
                options={"--module": dict(action="append", help="only these op modules (repeatable)"),
                         "--op": dict(action="append", help="only these ops (repeatable), e.g. ShuffleMutation"),
                         "--shapes": dict(nargs="+", type=_shape, metavar="NxL",

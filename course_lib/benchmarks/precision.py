@@ -5,10 +5,11 @@ step under ``mixed_bfloat16`` against float32 at a narrow and a wide width (the 
 
 from __future__ import annotations
 
-from course_lib import bench, precision
+from course_lib import bench, precision, tables
+from course_lib.benchmarks.command import Report, command
 
 
-@bench.command(
+@command(
     "precision", repeats=7, quick={"sizes": "128,512", "conv_size": 16, "process_n": 256, "widths": "32,256",
                                    "repeats": 5},
     options={
@@ -18,7 +19,7 @@ from course_lib import bench, precision
         "--widths": dict(default="32,1024", help="comma-separated MLP widths for the training step"),
         "--no-processes": dict(action="store_true", help="skip the oneDNN on/off processes"),
     })
-def bench_precision(args) -> bench.Report:
+def bench_precision(args) -> Report:
     """``course bench precision``: dtypes in turns, oneDNN on and off in fresh processes, mixed_bfloat16 steps."""
     features = precision.cpu_features()
     results = precision.dtype_sweep([int(s) for s in args.sizes.split(",")], args.conv_size, repeats=args.repeats)
@@ -46,6 +47,6 @@ def bench_precision(args) -> bench.Report:
                   "mixed_bfloat16 against float32": r.judged("mixed_bfloat16")} for r in results if "width" in r.params]
     for table in (rows, process_rows, step_rows):
         if table:
-            print(bench.text_table_of(table), end="\n\n")
-    return bench.Report(results, {"rows": rows, "process_rows": process_rows, "step_rows": step_rows,
+            print(tables.text_table_of(table), end="\n\n")
+    return Report(results, {"rows": rows, "process_rows": process_rows, "step_rows": step_rows,
                                   "features": features})

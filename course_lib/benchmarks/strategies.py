@@ -4,10 +4,11 @@ data and strategy variants live in ``course_lib.distribute``)."""
 from __future__ import annotations
 
 from course_lib import bench
+from course_lib.benchmarks.command import command
 from course_lib.distribute import regression_data, strategy_variants
 
 
-@bench.command(
+@command(
     "strategies", repeats=7, quick={"global_batch": [64], "steps": 2, "repeats": 2},
     options={
         "--devices": dict(type=int, default=4, help="virtual CPU devices"),

@@ -4,10 +4,11 @@ thread pool size (the pipelines, the simulated latency and the shards live in ``
 from __future__ import annotations
 
 from course_lib import bench
+from course_lib.benchmarks.command import command
 from course_lib.data import Latency, compare_pipelines, write_shards
 
 
-@bench.command(
+@command(
     "tfdata", repeats=7, quick={"shards": 2, "records": 4, "open_ms": 1.0, "step_ms": 4.0, "repeats": 2},
     options={
         "--shards": dict(type=int, default=4, help="TFRecord files"),

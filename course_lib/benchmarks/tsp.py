@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from course_lib import bench
+from course_lib.benchmarks.command import Report, command
 from course_lib.lessons import applications as app
 from course_lib.problems import tsp
 
@@ -40,7 +40,7 @@ def _tsp_sizes(args) -> str | None:
     return "--instances must be >= 1" if args.instances < 1 else None
 
 
-@bench.command("tsp", repeats=None, quick={"cities": [100], "budget": [5.0], "instances": 1}, check=_tsp_sizes,
+@command("tsp", repeats=None, quick={"cities": [100], "budget": [5.0], "instances": 1}, check=_tsp_sizes,
                options={"--cities": dict(type=int, nargs="+", default=[200, 1000], help="instance sizes"),
                         "--budget": dict(type=float, nargs="+", default=[15.0, 60.0],
                                          help="seconds per method, one per instance size (the last one repeats)"),
@@ -100,4 +100,4 @@ def bench_tsp(args):
         if lkh and gaps:
             print(f"\n{n} cities, {budget:g} s, {args.instances} instances:")
             print("\n".join(gap_summary(gaps)))
-    return bench.Report([], {"results": results})
+    return Report([], {"results": results})

@@ -5,10 +5,11 @@ processes timed in turns, then the plain graph against XLA for each of lecture 0
 from __future__ import annotations
 
 from course_lib import bench
+from course_lib.benchmarks.command import command
 from course_lib.xla import WORKLOADS, jit_vs_auto, workload_variants
 
 
-@bench.command(
+@command(
     "xla", repeats=5, quick={"n": 10_000, "sizes": "16,10000", "repeats": 2},
     options={
         "--n": dict(type=int, default=1_000_000, help="elements for jit_compile vs auto-clustering"),

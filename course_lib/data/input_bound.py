@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import tensorflow as tf
 
-from course_lib import bench
+from course_lib import bench, tables
 from course_lib.data.latency import transform
 from course_lib.data.pipelines import consume, xy
 from course_lib.data.shards import Shards
@@ -141,7 +141,7 @@ class Diagnosis:
                 for p in EPOCH_PARTS]
         rows.append({"part of the epoch": "whole epoch",
                      **{f"{k} (ms)": sum(e[p] for p in EPOCH_PARTS) * 1e3 for k, e in self.epochs.items()}})
-        return bench.table(rows)
+        return tables.table(rows)
 
     def __repr__(self) -> str:
         return (f"{self.bound_text}: input {self.input_s * 1e3:.0f} ms, compute {self.compute_s * 1e3:.0f} ms, "

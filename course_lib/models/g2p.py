@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
-from course_lib import bench, processes
+from course_lib import bench, host, processes, tables
 
 CACHE = Path(__file__).resolve().parents[2] / "build" / "g2p"
 
@@ -534,13 +534,13 @@ class LatencyTable:
         return rows
 
     def __repr__(self) -> str:
-        return bench.text_table_of(self.rows()) + f"\n(milliseconds per call; speedup over {self.baseline})"
+        return tables.text_table_of(self.rows()) + f"\n(milliseconds per call; speedup over {self.baseline})"
 
     def _repr_html_(self) -> str:
         first = next(iter(self.comparisons.values()))
-        return (bench.table(self.rows()) + f"<p><small>median milliseconds per call; speedup over "
+        return (tables.table(self.rows()) + f"<p><small>median milliseconds per call; speedup over "
                 f"{html.escape(self.baseline)} at each batch size; "
-                f"{html.escape(bench.machine_summary(first.machine))}</small></p>")
+                f"{html.escape(host.machine_summary(first.machine))}</small></p>")
 
 
 # -- what the study did, and what the modern wheel already does ----------------------------------
@@ -585,8 +585,8 @@ def study_rows() -> list[dict]:
 
 def wheel_report() -> list[dict]:
     """What the stock wheel gives on this machine, next to what the study had to build by hand."""
-    info = bench.machine()
-    dnn = bench.onednn_enabled()
+    info = host.machine()
+    dnn = host.onednn_enabled()
     return [
         {"what": "CPU features the processor has", "this machine": ", ".join(info["cpu_flags"]) or "none found",
          "the study": "AVX2, FMA (needed a source build to use them)"},

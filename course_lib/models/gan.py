@@ -34,7 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from course_lib import bench, processes, xla
+from course_lib import bench, host, processes, tables, xla
 from course_lib import digits as course_digits
 from course_lib.profile import Trace, capture
 
@@ -427,15 +427,15 @@ class Throughput:
 
     def _repr_html_(self) -> str:
         caption = f"<p><b>{html.escape(self.comparison.title)}</b></p>" if self.comparison.title else ""
-        return (caption + bench.table(self.rows()) + f"<p><small>images per step = 2 x batch; "
-                f"{html.escape(bench.machine_summary(self.comparison.machine))}</small></p>")
+        return (caption + tables.table(self.rows()) + f"<p><small>images per step = 2 x batch; "
+                f"{html.escape(host.machine_summary(self.comparison.machine))}</small></p>")
 
     def __repr__(self) -> str:
         lines = [self.comparison.title] if self.comparison.title else []
         for r in self.rows():
             lines.append(f"{r['step']:<24} batch {r['batch']:>5}  {r['ms per step']:9.3g} ms  "
                          f"{r['images/s']:10,.0f} images/s  {r['x first row']:7.2f}x")
-        lines.append(bench.machine_summary(self.comparison.machine))
+        lines.append(host.machine_summary(self.comparison.machine))
         return "\n".join(lines)
 
 
@@ -554,13 +554,13 @@ class JourneyRatios:
         lines = [f"{r['step']:<44} {bench.ratio_text(r['this machine']):>8}   study "
                  f"{bench.ratio_text(r['study']) if r['study'] else '-':>7}   ({r['source']})" for r in self.rows]
         return "\n".join(["step (x the step before)" + " " * 21 + "here        study"] + lines
-                         + [bench.machine_summary(self.machine)])
+                         + [host.machine_summary(self.machine)])
 
     def _repr_html_(self) -> str:
         rows = [{"step": r["step"], "this machine (x the step before)": bench.ratio_text(r["this machine"]),
                  "the study, A100 (x the step before)": bench.ratio_text(r["study"]) if r["study"] else "",
                  "measured in": r["source"]} for r in self.rows]
-        return bench.table(rows) + f"<p><small>{html.escape(bench.machine_summary(self.machine))}</small></p>"
+        return tables.table(rows) + f"<p><small>{html.escape(host.machine_summary(self.machine))}</small></p>"
 
     def plot(self, ax=None):
         """Both ratios per step on one log axis, 1x marked: bars right of it are gains."""
@@ -623,7 +623,7 @@ def journey_ratios(steps: bench.Comparison, batches: Throughput, auto: bench.Com
         rows.append(row("XLA auto-clustering", auto.speedup(S["auto_jit"], S["tf_function"]),
                         _study_gain(("auto_jit", "big_batch"), ("tf_function", "big_batch")),
                         auto.call(S["auto_jit"], S["tf_function"]), "live processes, in turns"))
-    return JourneyRatios(rows, steps.machine or bench.machine())
+    return JourneyRatios(rows, steps.machine or host.machine())
 
 
 def journey(*, size: int = 28, batch: int = 64, big_batch: int = 256, repeats: int = 5, seed: int = 0,
@@ -759,7 +759,7 @@ class PythonProfile:
         return max(shares)
 
     def _repr_html_(self) -> str:
-        return (bench.table(self.rows) + f"<p><small>cProfile over {self.calls} steps, "
+        return (tables.table(self.rows) + f"<p><small>cProfile over {self.calls} steps, "
                 f"{self.total_s:.3g} s in all (profiling slows Python code)</small></p>")
 
     def __repr__(self) -> str:

@@ -129,11 +129,11 @@ class Breakdown:
         return rows
 
     def _repr_html_(self) -> str:
-        from course_lib.bench import table
+        from course_lib.tables import table
         return table(self.rows)
 
     def __repr__(self) -> str:
-        from course_lib.bench import text_table_of
+        from course_lib.tables import text_table_of
         return text_table_of(self.rows, ".1f")
 
 

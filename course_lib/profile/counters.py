@@ -47,7 +47,7 @@ class Counters:
                 {"counter": "eager ops", "value": self.eager_ops}]
 
     def _repr_html_(self) -> str:
-        from course_lib.bench import table
+        from course_lib.tables import table
         return table(self.rows)
 
     def __repr__(self) -> str:

@@ -58,11 +58,11 @@ class OpTable:
         return OpTable(self.rows[:n], self.by)
 
     def _repr_html_(self) -> str:
-        from course_lib.bench import table
+        from course_lib.tables import table
         return table(self.rows)
 
     def __repr__(self) -> str:
-        from course_lib.bench import text_table
+        from course_lib.tables import text_table
         return text_table([self.by, "where", "kernels by", "calls", "self (ms)", "% of steps", "% of op time"],
                           [[r[self.by], r["where"], r["kernels by"], r["calls"], f"{r['self (ms)']:.3f}",
                             f"{r['% of steps']:.1f}", f"{r['% of op time']:.1f}"] for r in self.rows])

@@ -70,5 +70,5 @@ def recompilations(lengths: Sequence[int], strategy: str, *, buckets: Sequence[i
 
 
 def recompilation_table(lengths: Sequence[int], *, buckets: Sequence[int] = BUCKETS) -> list[dict]:
-    """``recompilations`` for every strategy, as rows for ``bench.table``."""
+    """``recompilations`` for every strategy, as rows for ``tables.table``."""
     return [recompilations(lengths, s, buckets=buckets) for s in STRATEGIES]
