@@ -60,7 +60,7 @@ def _arithmetic_text(call: str, kernels: int, extra_ms: float) -> str:
     return "This run cannot tell whether the extra operations add time."
 
 
-def _memory_text(call: str) -> str:
+def _memory_text(call: str, uncalled: str) -> str:
     if call == "faster":
         return "XLA's loop moved the same bytes faster than TensorFlow's kernel."
     if call == "slower":
@@ -68,7 +68,8 @@ def _memory_text(call: str) -> str:
                 "what limits it; this run does not show what does.")
     if call in bench.NEGLIGIBLE:
         return "XLA's loop moved the same bytes as fast as TensorFlow's kernel, to within what this run can call."
-    return "This run cannot tell whether XLA's loop moves data faster or more slowly than the graph's kernel."
+    return (f"Between XLA's loop and the graph's kernel this run shows {uncalled}, so it does not say which moves "
+            "data faster.")
 
 
 def loop_text(loops: bench.Comparison, *, kernels: int) -> str:
@@ -91,7 +92,8 @@ def loop_text(loops: bench.Comparison, *, kernels: int) -> str:
            f"{one_ms:.1f} ms; the chain's loop of {kernels} operations took {chain_ms:.1f} ms "
            f"({loops.verdict(CHAIN)}).", _arithmetic_text(arithmetic, kernels, chain_ms - one_ms),
            f"The same one operation as a graph kernel took {graph_ms:.1f} ms: XLA's loop moved {rate:.1f} GB/s, "
-           f"the graph's kernel {graph_rate:.1f} GB/s ({loops.verdict(ONE_OP, GRAPH_ONE_OP)}).", _memory_text(memory)]
+           f"the graph's kernel {graph_rate:.1f} GB/s ({loops.verdict(ONE_OP, GRAPH_ONE_OP)}).",
+           _memory_text(memory, loops.uncalled(ONE_OP, GRAPH_ONE_OP))]
     if arithmetic in bench.NEGLIGIBLE and memory in ("faster", *bench.NEGLIGIBLE):
         out.append(f"With both called, the fused loop costs about one pass over memory, {rate:.1f} GB/s here.")
     out.append(f"Each of these calls ends with `.numpy()`, which copies the result into a new array; alone, that copy "

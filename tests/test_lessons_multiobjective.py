@@ -78,3 +78,16 @@ def test_the_comparison_beside_pymoo_is_read_from_its_row(changes, says):
     assert says in text
     assert "median IGD 0.0012" in text or "median IGD is 0.0012" in text
     assert "seeds 0-" in text
+
+
+def test_the_many_objective_race_reads_each_ratio_as_one_seeds_and_ranks_nothing():
+    def run(igd):
+        return types.SimpleNamespace(front=types.SimpleNamespace(igd=igd), population=np.zeros((92, 12)),
+                                     generations=40)
+
+    race = {3: (None, {"NSGA-II": run(0.08), "NSGA-III": run(0.04)})}
+    sentences = lesson.race_verdicts(race, seed=7).sentences
+    assert sentences[0] == ("3 objectives (population 92, 40 generations): IGD 0.0800 with NSGA-II and 0.0400 with "
+                            "NSGA-III, 2.00 times NSGA-III's.")
+    assert "seed 7" in sentences[-1] and "not which ends lower in general" in sentences[-1]
+    assert not any("better" in s or "lower than" in s for s in sentences)

@@ -1,5 +1,7 @@
 """course_lib.xla_costs: the fused chain against a one-operation loop, and XLA's expansion of the generator."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -56,7 +58,9 @@ def test_a_chain_slower_than_one_operation_is_charged_to_its_arithmetic():
 def test_an_unsettled_comparison_says_what_this_run_cannot_tell_and_draws_no_conclusion():
     text = xla_costs.loop_text(_loops(12.0, 12.6, 12.6), kernels=20)
     assert "This run cannot tell whether the extra operations add time." in text
-    assert "This run cannot tell whether XLA's loop moves data faster or more slowly" in text
+    memory = re.search(r"Between XLA's loop and the graph's kernel this run shows ([^,]+), so it does not", text)
+    assert memory and memory.group(1) in ("too close to call either way", "a measured difference too close to the "
+                                          "noise floor to call", "a measured difference too small to call")
     assert "one pass over memory" not in text and "as fast as TensorFlow's kernel" not in text
 
 

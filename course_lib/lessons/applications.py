@@ -398,18 +398,22 @@ def time_to_quality_conclusion(runs: dict, budgets) -> str:
         memetic = traces[_memetic(traces)]
         warm = traces.get(f"{memetic.method}, compiled")
         target = base.length_at(budget)
+        busy = (f" (read on the wall clock, the GA keeping {memetic.cpu_s / memetic.seconds[-1]:.1f} cores busy, "
+                f"the local search {base.cpu_s / base.seconds[-1]:.1f})"
+                if memetic.seconds[-1] > 0 and base.seconds[-1] > 0 else "")
         if memetic.length_at(budget) < target:
+            spent = (f", {memetic.compile_s:.1f} s of them compiling" if memetic.compile_s is not None else "")
             sentences.append(f"{title}: the memetic GA went below the local search, after "
-                             f"{memetic.time_to(target):.1f} s, compile included.")
+                             f"{memetic.time_to(target):.1f} s, compile included{spent}{busy}.")
         elif warm is not None and warm.length_at(budget) < target:
             cost = f" ({memetic.compile_s:.1f} s)" if memetic.compile_s is not None else ""
             sentences.append(f"{title}: the local search won within {budget:g} s; with its programs already "
                              f"compiled the memetic GA went below it after {warm.time_to(target):.1f} s, so "
-                             f"compiling{cost} is what it lost by.")
+                             f"compiling{cost} is what it lost by{busy}.")
         else:
             even = ", not even with its programs already compiled" if warm is not None else ""
             sentences.append(f"{title}: the local search won: the memetic GA did not go below its best tour "
-                             f"within {budget:g} s{even}.")
+                             f"within {budget:g} s{even}{busy}.")
     return " ".join(sentences)
 
 

@@ -330,9 +330,10 @@ def removal_sentence(breakdown: dict) -> str:
     unsettled = [name for name in rivals if cmp.call(f"without {most}", over=f"without {name}") != "faster"]
     return ("Removed from the whole generation, " + " and ".join(map(reading, helps))
             + (" each measurably shorten it" if len(helps) > 1 else " measurably shortens it")
-            + f", but {most} is not called the largest saving: against the generation without "
-            + " or ".join(f"{name}, the one without {most} shows {cmp.uncalled(f'without {most}', f'without {name}')} "
-                          f"({cmp.ratio_with_interval(f'without {most}', f'without {name}')})" for name in unsettled)
+            + f", but {most} is not called the largest saving: "
+            + "; ".join(f"beside the generation without {name}, the one without {most} reads "
+                        f"{cmp.ratio_with_interval(f'without {most}', f'without {name}')}, "
+                        f"{cmp.uncalled(f'without {most}', f'without {name}')}" for name in unsettled)
             + ".")
 
 

@@ -121,14 +121,19 @@ def igd_race(objectives, generations: int, seed: int = 0, mode: str = "graph") -
     return race
 
 
-def race_verdicts(race: dict) -> bench.Verdicts:
-    """One sentence per number of objectives: each selection's final IGD on DTLZ2, and their ratio."""
+def race_verdicts(race: dict, seed: int) -> bench.Verdicts:
+    """One sentence per number of objectives: each selection's final IGD on DTLZ2 from GA seed ``seed`` and
+    their ratio, said of that one seed: IGD moves from seed to seed, so one run ranks nothing (the comparison
+    beside pymoo reads medians over seeds)."""
     sentences = []
     for m, (problem, results) in race.items():
         two, three = results["NSGA-II"].front.igd, results["NSGA-III"].front.igd
         sentences.append(f"{m} objectives (population {len(results['NSGA-III'].population)}, "
                          f"{results['NSGA-III'].generations} generations): IGD {two:.4f} with NSGA-II and "
-                         f"{three:.4f} with NSGA-III: NSGA-II's IGD is {two / three:.2f} times NSGA-III's.")
+                         f"{three:.4f} with NSGA-III, {two / three:.2f} times NSGA-III's.")
+    sentences.append(f"These are one GA seed's runs (seed {seed}): a single run shows how far apart the two can "
+                     "end, not which ends lower in general; the comparison beside pymoo below reads medians over "
+                     "seeds with an interval.")
     return bench.Verdicts(sentences)
 
 
