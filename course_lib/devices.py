@@ -38,7 +38,7 @@ __all__ = [
     "DeviceSetupError", "short_name", "device_table", "virtual_cpus", "virtual_gpus", "where",
     "missing_device", "soft_placement", "impossible_placement_error", "memory_growth",
     "PlacementLog", "placement_log", "physical_devices_with", "copy_devices",
-    "copy_variants", "shares_buffer", "Transfers", "transfer_costs",
+    "copy_variants", "shares_buffer", "Transfers", "transfer_moves", "transfer_costs",
 ]
 
 
@@ -340,6 +340,31 @@ class Transfers:
         return bench.Verdicts(out)
 
 
+def transfer_moves(megabytes: float, cpus: list[str], gpus: list[str]) -> dict[str, Callable[[], Any]]:
+    """One call per way of moving a ``megabytes`` tensor, each waiting for its move, so its time is the move's."""
+    with tf.device(cpus[0]):
+        x = tf.ones([int(megabytes * 2**20) // 4])
+    array = x.numpy()
+    out = {}
+    if len(cpus) > 1:
+        def hop():
+            with tf.device(cpus[1]):
+                return where(tf.identity(x))  # CPU work is synchronous: done when it returns
+        out[f"{short_name(cpus[0])} -> {short_name(cpus[1])} (tf.identity)"] = hop
+    out["tensor -> NumPy (.numpy())"] = lambda: x.numpy().shape
+    out["NumPy -> tensor (tf.constant)"] = lambda: where(tf.constant(array))
+    if gpus:
+        with tf.device(gpus[0]):
+            on_gpu = tf.identity(x)
+
+        def to_gpu():
+            with tf.device(gpus[0]):
+                return tf.identity(x)[:1].numpy()  # reading one element waits for the copy
+        out[f"host -> {short_name(gpus[0])}"] = to_gpu
+        out[f"{short_name(gpus[0])} -> host (.numpy())"] = lambda: on_gpu.numpy().shape
+    return out
+
+
 def transfer_costs(sizes_mb: tuple[float, float] = (1, 64), *, repeats: int = 5) -> Transfers:
     """Time each way of moving a float32 tensor at two sizes: between two logical CPUs (when
     there are two), from a tensor to NumPy and back, and between the host and the first GPU
@@ -352,32 +377,9 @@ def transfer_costs(sizes_mb: tuple[float, float] = (1, 64), *, repeats: int = 5)
     cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
 
-    def moves(mb):
-        with tf.device(cpus[0]):
-            x = tf.ones([int(mb * 2**20) // 4])
-        array = x.numpy()
-        out = {}
-        if len(cpus) > 1:
-            def hop():
-                with tf.device(cpus[1]):
-                    return where(tf.identity(x))  # CPU work is synchronous: done when it returns
-            out[f"{short_name(cpus[0])} -> {short_name(cpus[1])} (tf.identity)"] = hop
-        out["tensor -> NumPy (.numpy())"] = lambda: x.numpy().shape
-        out["NumPy -> tensor (tf.constant)"] = lambda: where(tf.constant(array))
-        if gpus:
-            with tf.device(gpus[0]):
-                on_gpu = tf.identity(x)
-
-            def to_gpu():
-                with tf.device(gpus[0]):
-                    return tf.identity(x)[:1].numpy()  # reading one element waits for the copy
-            out[f"host -> {short_name(gpus[0])}"] = to_gpu
-            out[f"{short_name(gpus[0])} -> host (.numpy())"] = lambda: on_gpu.numpy().shape
-        return out
-
     timings: dict[str, list[float]] = {}
     for mb in sizes_mb:
-        for name, fn in moves(mb).items():
+        for name, fn in transfer_moves(mb, cpus, gpus).items():
             timings.setdefault(name, []).append(bench.measure(fn, name=name, repeats=repeats).median_s)
     rows = [{"move": name, "sizes_mb": list(sizes_mb), "seconds": seconds} for name, seconds in timings.items()]
     return Transfers(rows, gpu=bool(gpus))

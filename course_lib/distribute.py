@@ -39,8 +39,8 @@ from course_lib.arguments import short_device_name, whole
 __all__ = [
     "chain", "towers", "traffic", "model_parallel_variants", "model_parallel_verdicts",
     "STRATEGIES", "make_strategy", "replicas", "variable_placement", "regression_data", "make_model",
-    "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_variants",
-    "strategy_widget",
+    "TrainResult", "fit", "custom_loop", "make_train_step", "batch_size_study", "strategy_steps",
+    "strategy_variants", "strategy_widget",
     "WorkerError", "WorkerTimeout", "free_ports", "tf_config", "worker_context", "launch",
     "multi_worker_train",
 ]
@@ -424,11 +424,27 @@ def batch_size_study(x, y, *, batch_sizes: Sequence[int] = (16, 64, 256), base_l
     return rows
 
 
+def strategy_steps(strategy: tf.distribute.Strategy, x, y, *, global_batch: int, steps: int = 5):
+    """``steps`` custom-loop steps under ``strategy``: model, optimizer and batches all made by the strategy."""
+    import keras
+
+    with strategy.scope():
+        model = make_model(x.shape[1])
+        optimizer = keras.optimizers.SGD(0.01)
+    step = make_train_step(strategy, model, optimizer, global_batch)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(global_batch)
+    batches = iter(strategy.experimental_distribute_dataset(data))
+
+    def run():
+        for _ in range(steps):
+            loss = step(next(batches))
+        return loss
+    return run
+
+
 def strategy_variants(devices: Sequence[str], x, y, *, steps: int = 5) -> dict:
     """Builders for ``SpeedupWidget`` or ``bench.compare``: ``steps`` training steps of the custom
     loop under each strategy. Each builder takes ``global_batch``."""
-    import keras
-
     devices = _check_devices(devices)
     variants = {"default": ("default", devices), "one device": ("one device", devices),
                 f"mirrored x{min(2, len(devices))}": ("mirrored", devices[:2]),
@@ -440,19 +456,7 @@ def strategy_variants(devices: Sequence[str], x, y, *, steps: int = 5) -> dict:
         def build(global_batch: int):
             if label not in strategies:  # one strategy object per variant, reused across sizes
                 strategies[label] = make_strategy(*variants[label])
-            strategy = strategies[label]
-            with strategy.scope():
-                model = make_model(x.shape[1])
-                optimizer = keras.optimizers.SGD(0.01)
-            step = make_train_step(strategy, model, optimizer, global_batch)
-            data = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(global_batch)
-            batches = iter(strategy.experimental_distribute_dataset(data))
-
-            def run():
-                for _ in range(steps):
-                    loss = step(next(batches))
-                return loss
-            return run
+            return strategy_steps(strategies[label], x, y, global_batch=global_batch, steps=steps)
         return build
 
     return {label: builder(label) for label in variants}

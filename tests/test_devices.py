@@ -201,6 +201,18 @@ def test_a_copy_whose_time_does_not_follow_the_bytes_says_so_with_both_rates(sec
     assert "no GPU" not in line
 
 
+def test_transfer_moves_name_each_move_and_each_call_moves_the_tensor():
+    moves = devices.transfer_moves(0.01, ["/device:CPU:0", "/device:CPU:0"], [])
+    assert list(moves) == ["CPU:0 -> CPU:0 (tf.identity)", "tensor -> NumPy (.numpy())",
+                           "NumPy -> tensor (tf.constant)"]
+    n = int(0.01 * 2**20) // 4
+    assert moves["CPU:0 -> CPU:0 (tf.identity)"]() == "CPU:0"
+    assert moves["tensor -> NumPy (.numpy())"]() == (n,)
+    assert moves["NumPy -> tensor (tf.constant)"]() == "CPU:0"
+    assert list(devices.transfer_moves(0.01, ["/device:CPU:0"], [])) == ["tensor -> NumPy (.numpy())",
+                                                                          "NumPy -> tensor (tf.constant)"]
+
+
 def test_transfer_costs_time_every_move_at_both_sizes():
     t = devices.transfer_costs((0.01, 0.1), repeats=1)
     names = [r["move"] for r in t.rows]

@@ -169,6 +169,13 @@ def test_batch_size_study_reports_fixed_and_scaled_rates():
     assert rows[1]["scaled learning rate"] == pytest.approx(4 * rows[1]["fixed learning rate"])
 
 
+def test_strategy_steps_return_the_last_steps_loss():
+    x, y = distribute.regression_data(n=64)
+    run = distribute.strategy_steps(distribute.make_strategy("default"), x, y, global_batch=16, steps=3)
+    loss = run()
+    assert loss.shape == () and 0 < float(loss) < 10
+
+
 # -- the multi-worker launcher ------------------------------------------------------------------------------
 
 def test_tf_config_and_free_ports():

@@ -189,6 +189,12 @@ def test_loss_curve_draws_each_step_and_a_moving_mean():
     assert len(ax.lines) == 2 and len(ax.lines[1].get_xdata()) == 31
 
 
+def test_a_thread_setting_becomes_environment_variables_and_pool_sizes():
+    assert g2p.thread_setting({}) == ({}, {"intra": 0, "inter": 0})
+    assert g2p.thread_setting({"intra": 1, "inter": 2, "omp": 1, "onednn": False}) == (
+        {"OMP_NUM_THREADS": "1", "TF_ENABLE_ONEDNN_OPTS": "0"}, {"intra": 1, "inter": 2})
+
+
 @pytest.mark.slow
 def test_thread_settings_run_in_a_fresh_process(trained):
     result, held = trained

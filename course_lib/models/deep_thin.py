@@ -228,6 +228,11 @@ def train(model: keras.Model, x, y, *, steps: int = 20, learning_rate: float = 1
 
 # -- the variants the widget compares ------------------------------------------------------------
 
+def graph_forward(model: keras.Model, jit_compile: bool = False) -> Callable:
+    """The model traced once into a graph, so a call is one dispatch; ``jit_compile`` has XLA compile that graph."""
+    return tf.function(model, jit_compile=jit_compile)
+
+
 def variants(width: int = 4, activation: str = "tanh") -> dict[str, Callable[..., Callable]]:
     """Builders for ``SpeedupWidget``: each takes ``depth`` and ``batch`` and returns ``fn()``.
 
@@ -257,7 +262,7 @@ def variants(width: int = 4, activation: str = "tanh") -> dict[str, Callable[...
     def graph(jit_compile):
         def builder(depth, batch):
             model, x = prepared("functional", depth, batch, user="code and graphs")
-            fn = tf.function(model, jit_compile=jit_compile)
+            fn = graph_forward(model, jit_compile)
             return lambda: fn(x)
         return builder
 

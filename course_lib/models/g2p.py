@@ -606,6 +606,16 @@ THREAD_SETTINGS = {
 }
 
 
+def thread_setting(setting: Mapping) -> tuple[dict[str, str], dict[str, int]]:
+    """A setting as its worker starts with it: the variables read at start-up, and the pool sizes (0: TF's choice)."""
+    env = {}
+    if "omp" in setting:
+        env["OMP_NUM_THREADS"] = str(setting["omp"])
+    if "onednn" in setting:
+        env["TF_ENABLE_ONEDNN_OPTS"] = "1" if setting["onednn"] else "0"
+    return env, {"intra": setting.get("intra", 0), "inter": setting.get("inter", 0)}
+
+
 def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_sizes: Sequence[int] = (1, 20), *,
                       settings: Mapping[str, Mapping] = THREAD_SETTINGS, repeats: int = 7,
                       timeout_s: float = 300) -> LatencyTable:
@@ -625,12 +635,7 @@ def thread_comparison(weights: str | os.PathLike, words: Sequence[str], batch_si
         unknown = set(setting) - known
         if unknown:
             raise ValueError(f"setting {name!r} has unknown keys {sorted(unknown)}; use {sorted(known)}")
-        env = {}
-        if "omp" in setting:
-            env["OMP_NUM_THREADS"] = str(setting["omp"])
-        if "onednn" in setting:
-            env["TF_ENABLE_ONEDNN_OPTS"] = "1" if setting["onednn"] else "0"
-        variants[name] = (env, {"intra": setting.get("intra", 0), "inter": setting.get("inter", 0)})
+        variants[name] = thread_setting(setting)
     try:
         with processes.Workers("course_lib.models.g2p:threaded_decoder", variants, timeout=timeout_s,
                                kwargs={"weights": str(weights), "words": list(words[:max(batch_sizes)])}) as workers:
