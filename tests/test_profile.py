@@ -285,3 +285,94 @@ def test_a_rest_that_overlaps_between_the_traces_is_unclear():
     assert overlapping["rest"] == "unclear"
     assert profile.fix_reading(before, _breakdown([{"function": 150.0}] * 2), "input")["rest"] == "grew"
     assert profile.fix_reading(before, _breakdown([{"function": 80.0}] * 2), "input")["rest"] == "shrank"
+
+
+def test_fix_reading_names_the_removed_category_and_the_steps_of_each_trace():
+    before = _breakdown([{"input": 900.0, "function": 100.0}] * 3)
+    reading = profile.fix_reading(before, _breakdown([{"function": 200.0}] * 2), "input")
+    assert reading["removed"] == "input"
+    assert (reading["steps_before"], reading["steps_after"]) == (3, 2)
+    assert reading["step_before_ms"] == pytest.approx(1.0) and reading["step_after_ms"] == pytest.approx(0.2)
+
+
+def _fix(**changes) -> dict:
+    """A ``fix_reading`` dict: bound 10x, traced 10x, a rest of 4 ms held, nothing of `input` left."""
+    reading = {"bound": 10.0, "traced": 10.0, "rest_before_ms": 4.0, "rest_after_ms": 4.0, "rest": "held",
+               "removed_after": 0.0, "removed": "input", "steps_before": 3, "steps_after": 3,
+               "step_before_ms": 40.0, "step_after_ms": 4.0}
+    reading.update(changes)
+    return reading
+
+
+def test_fix_ratios_says_what_each_ratio_measures():
+    text = profile.fix_ratios(_fix(), 10.0, (9.0, 11.0))
+    assert text.startswith("Removing the `input` share alone would give 10x: a bound that assumes the rest of the "
+                           "step (all but `input`) keeps the 4.0 ms it took in the first trace.")
+    assert "compares the median step of the 3 steps each trace profiled after its warm-up (40.0 ms against 4.0 ms)" \
+        in text
+    assert "The timed ratio, 10x (95% interval 9–11x), compares the two programs' medians over many timed calls." \
+        in text
+    unequal = profile.fix_ratios(_fix(steps_after=6), 10.0, (9.0, 11.0))
+    assert "the 3 and 6 steps the two traces profiled after their warm-up" in unequal
+
+
+def test_fix_ratios_reads_the_rest_of_the_step_by_its_verdict():
+    held = profile.fix_ratios(_fix(), 10.0, (9.0, 11.0))
+    assert "about what it took before (every step of both traces within 10% of each other): the bound's " \
+           "assumption held" in held
+    grew = profile.fix_ratios(_fix(rest="grew", rest_after_ms=8.0), 10.0, (9.0, 11.0))
+    assert "the rest took 8.0 ms, 2x as long: longer in every traced step" in grew
+    assert "the bound's assumption failed" in grew
+    shrank = profile.fix_ratios(_fix(rest="shrank", rest_after_ms=2.0), 10.0, (9.0, 11.0))
+    assert "the rest took 2.0 ms, 2x shorter: shorter in every traced step" in shrank
+    gone = profile.fix_ratios(_fix(rest="shrank", rest_after_ms=0.0), 10.0, (9.0, 11.0))
+    assert "the rest took 0.0 ms: shorter in every traced step" in gone  # no factor over 0 ms
+    for after, words in ((3.0, "less"), (5.0, "more"), (4.0, "the same")):
+        unclear = profile.fix_ratios(_fix(rest="unclear", rest_after_ms=after), 10.0, (9.0, 11.0))
+        assert f", {words} by the medians, but single steps of the two traces overlap" in unclear
+    why = {"grew": "The threads share the cores.", "shrank": "Its first run cost more."}
+    assert "The threads share the cores." in profile.fix_ratios(_fix(rest="grew", rest_after_ms=8.0), 10.0, None,
+                                                                 why=why)
+    assert "share the cores" not in profile.fix_ratios(_fix(), 10.0, None, why=why)
+
+
+def test_a_traced_ratio_above_the_bound_means_the_rest_shrank_in_the_traced_steps():
+    shrank = profile.fix_ratios(_fix(traced=15.0, rest="shrank", rest_after_ms=2.5), 10.0, (9.0, 11.0))
+    assert ("above the bound, which means the rest of the step also shrank in the traced steps (its median from "
+            "4.0 to 2.5 ms).") in shrank
+    overlapping = profile.fix_ratios(_fix(traced=15.0, rest="unclear", rest_after_ms=2.5), 10.0, (9.0, 11.0))
+    assert "shrank in the traced steps (its median from 4.0 to 2.5 ms), a shrink of the medians that single " \
+           "overlapping steps leave unsettled" in overlapping
+    for rest, after in (("held", 3.9), ("unclear", 4.5)):
+        statistics = profile.fix_ratios(_fix(traced=15.0, rest=rest, rest_after_ms=after), 10.0, (9.0, 11.0))
+        assert "above the bound although the rest of the step did not shrink beyond its steps' spread" in statistics
+        assert "shrank in the traced steps" not in statistics
+
+
+def test_a_traced_ratio_below_the_bound_names_what_the_fixed_steps_kept():
+    left = profile.fix_ratios(_fix(traced=5.0, removed_after=0.2), 10.0, (9.0, 11.0))
+    assert "below the bound: the fixed steps still spent 20% of their time in `input`." in left
+    grew = profile.fix_ratios(_fix(traced=5.0, removed_after=0.2, rest="grew", rest_after_ms=6.0), 10.0, (9.0, 11.0))
+    assert "below the bound: the fixed steps still spent 20% of their time in `input` and their rest took 6.0 ms " \
+           "against 4.0 ms." in grew
+    unclear = profile.fix_ratios(_fix(traced=5.0, rest="unclear", rest_after_ms=6.0), 10.0, (9.0, 11.0))
+    assert "below the bound: their rest took 6.0 ms against 4.0 ms by the medians." in unclear
+    neither = profile.fix_ratios(_fix(traced=5.0, removed_after=0.001), 10.0, (9.0, 11.0))
+    assert "below the bound although the fix left no `input` to speak of" in neither
+    assert "within 10% of the bound" in profile.fix_ratios(_fix(traced=10.5), 10.0, (9.0, 11.0))
+
+
+def test_the_timed_interval_is_placed_against_the_traced_ratio_and_the_bound():
+    below = profile.fix_ratios(_fix(bound=20.0, traced=30.0, rest="shrank", rest_after_ms=2.7), 9.33, (7.22, 9.36))
+    assert ("Its interval lies below the traced ratio: the trace's few steps are not the timed calls, and the timed "
+            "calls gained less; it lies below the bound.") in below
+    above = profile.fix_ratios(_fix(bound=5.0, traced=6.0), 7.0, (6.5, 7.5))
+    assert ("Its interval lies above the traced ratio: the trace's few steps are not the timed calls, and the timed "
+            "calls gained more; it lies above the bound.") in above
+    holds = profile.fix_ratios(_fix(), 10.0, (9.0, 11.0))
+    assert "Its interval holds the traced ratio: the traced steps agree with the timed calls; it holds the bound." \
+        in holds
+    none = profile.fix_ratios(_fix(), 10.0, None)
+    assert "The timed ratio, 10x, compares" in none
+    assert "too few rounds for an interval, this run cannot place the timed ratio" in none
+    assert "not the timed calls" not in none

@@ -30,25 +30,32 @@ Builder = Callable[..., Callable[[], Any]]
 
 # -- 1. the GAN step that reads its data again ------------------------------------------------------------
 
+def reloading_batches(size: int, batch: int, n_images: int, rng: np.random.Generator) -> Callable[[], np.ndarray]:
+    """As found: every batch reads and decodes the whole dataset file again, to draw ``batch`` images."""
+    return lambda: gan_lib.fetch_real_batch_reloading(batch, rng, size, n_images)
+
+
+def batches_read_once(size: int, batch: int, n_images: int, rng: np.random.Generator) -> Callable[[], np.ndarray]:
+    """The fix: the dataset file read and decoded once, when the step is built; every batch drawn from memory."""
+    images = gan_lib.load_dataset(gan_lib.dataset_file(size, n_images))
+    return lambda: gan_lib.fetch_real_batch(images, batch, rng)
+
+
 def gan_step(size: int = 28, batch: int = 64, n_images: int = 70_000, *, reload: bool = True,
              seed: int = 0) -> Callable[[], Any]:
     """A GAN training step: a batch of real images and noise drawn with NumPy, then one compiled update.
 
-    As found (``reload=True``) the batch is drawn from the dataset file, read and decoded again every
-    step (``gan.fetch_real_batch_reloading``); the fix reads it once and draws from memory. The update
-    (``gan.update``, both networks, one ``tf.function``) is the same in both.
+    As found (``reload=True``) the batch comes from ``reloading_batches``; the fix takes it from
+    ``batches_read_once``. The update (``gan.update``, both networks, one ``tf.function``) is the same in both.
     """
     model = gan_lib.GAN(size, seed=seed)
     update = tf.function(lambda real, z, labels: gan_lib.update(model, real, z, labels))
     rng = np.random.default_rng(seed)
     labels = gan_lib.numpy_labels(batch)
-    images = None if reload else gan_lib.load_dataset(gan_lib.dataset_file(size, n_images))
+    real_batch = (reloading_batches if reload else batches_read_once)(size, batch, n_images, rng)
 
     def step():
-        if images is None:
-            real = gan_lib.fetch_real_batch_reloading(batch, rng, size, n_images)
-        else:
-            real = gan_lib.fetch_real_batch(images, batch, rng)
+        real = real_batch()
         z = rng.uniform(-1, 1, (batch, model.latent_dim)).astype(np.float32)
         return update(real, z, labels)
 
@@ -178,9 +185,9 @@ def pipeline_variants(records: Records, batch: int = 32, read_s: float = 0.002) 
 def decayed_train_step(size: int = 28, batch: int = 64, seed: int = 0, *, step_as_tensor: bool = False):
     """A training step whose learning rate decays with the step number, called with a new number each time.
 
-    As found the number is a Python int, part of the function's signature, so every call traces the
-    step again; the fix passes it as a tensor, which keeps one graph. The step's ``.function`` is the
-    ``tf.function``, for counting its traces.
+    As found (``python_step_number``) the number is a Python int, part of the function's signature, so
+    every call traces the step again; the fix (``tensor_step_number``) passes it as a tensor, which keeps
+    one graph. The step's ``.function`` is the ``tf.function``, for counting its traces.
     """
     keras.utils.set_random_seed(seed)
     model = graphs.conv_model(size)
@@ -199,14 +206,26 @@ def decayed_train_step(size: int = 28, batch: int = 64, seed: int = 0, *, step_a
             var.assign_sub(rate * grad)
         return loss
 
-    counter = itertools.count()
-    if step_as_tensor:
-        def run():
-            return train_step(images, labels, tf.constant(next(counter)))
-    else:
-        def run():
-            return train_step(images, labels, next(counter))
+    run = (tensor_step_number if step_as_tensor else python_step_number)(train_step, images, labels)
     run.function = train_step
+    return run
+
+
+def python_step_number(train_step, images, labels) -> Callable[[], Any]:
+    """As found: the step number goes in as a Python int, part of the signature, so every call traces again."""
+    counter = itertools.count()
+
+    def run():
+        return train_step(images, labels, next(counter))
+    return run
+
+
+def tensor_step_number(train_step, images, labels) -> Callable[[], Any]:
+    """The fix: the step number goes in as a tensor, whose dtype and shape stay the same, so one graph serves."""
+    counter = itertools.count()
+
+    def run():
+        return train_step(images, labels, tf.constant(next(counter)))
     return run
 
 

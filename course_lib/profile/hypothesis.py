@@ -6,10 +6,13 @@ table), so a re-run renders its own; the fixed words name the mechanism and what
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from course_lib.bench import interval_text, ratio_text
 from course_lib.profile.breakdown import CATEGORIES, Breakdown, step_breakdown
 from course_lib.profile.counters import Counters, counters
 from course_lib.profile.ops import OpTable, op_stats
@@ -114,7 +117,7 @@ def hypothesis(trace: Trace) -> Hypothesis:
     return Hypothesis(cat, b.share(cat), _reading(cat, b, c, ops, True), b, c, ops)
 
 
-def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, float]:
+def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, Any]:
     """What a fix's traces say about its speedup, next to the bound ``1/(1 - share)``.
 
     The bound assumes the fix removes the ``removed`` share of the step and leaves the rest of the
@@ -130,7 +133,8 @@ def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, 
         median step times; ``rest_before_ms`` and ``rest_after_ms`` (medians over the steps); ``rest``:
         "grew", "shrank", "held" (every step of both traces within ``REST_TOLERANCE`` of each other) or
         "unclear" (the steps overlap, so this run cannot tell); ``removed_after``: the share of
-        ``removed`` left after the fix.
+        ``removed`` left after the fix; ``removed``; ``steps_before`` and ``steps_after``: how many steps
+        each trace profiled; ``step_before_ms`` and ``step_after_ms``: their median step times.
     """
     if removed not in CATEGORIES:
         raise ValueError(f"unknown category {removed!r}; choose one of: {', '.join(CATEGORIES)}")
@@ -151,4 +155,110 @@ def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, 
         change = "unclear"
     return {"bound": 1 / max(1 - before.share(removed), 1e-3), "traced": before.step_ms / after.step_ms,
             "rest_before_ms": rest_before, "rest_after_ms": rest_after, "rest": change,
-            "removed_after": after.share(removed)}
+            "removed_after": after.share(removed), "removed": removed, "steps_before": len(before.steps),
+            "steps_after": len(after.steps), "step_before_ms": before.step_ms, "step_after_ms": after.step_ms}
+
+
+LEFT_SHARE = 0.005  # a share of the removed category at or under this, after the fix, is read as none left
+
+
+def _times_as(longer: float, shorter: float, words: str) -> str:
+    """", 2x as long" for ``longer`` against ``shorter``; "" where ``shorter`` is 0 and no factor exists."""
+    return f", {ratio_text(longer / shorter)} {words}" if shorter > 0 else ""
+
+
+def _rest_words(r: Mapping[str, Any]) -> str:
+    """How the rest of the step compares between the traces, in the words ``fix_reading``'s ``rest`` allows."""
+    before, after, rest = r["rest_before_ms"], r["rest_after_ms"], r["rest"]
+    if rest == "grew":
+        return (f"{_times_as(after, before, 'as long')}: longer in every traced step than in any step of the first "
+                "trace, so the bound's assumption failed")
+    if rest == "shrank":
+        return (f"{_times_as(before, after, 'shorter')}: shorter in every traced step than in any step of the first "
+                "trace, so the bound's assumption failed")
+    if rest == "held":
+        return (f", about what it took before (every step of both traces within {REST_TOLERANCE - 1:.0%} of each "
+                "other): the bound's assumption held")
+    median = "less" if after < before else "more" if after > before else "the same"
+    return (f", {median} by the medians, but single steps of the two traces overlap, so step by step these few "
+            "steps cannot tell whether the rest changed")
+
+
+STATISTICS = ("the bound comes from the steps' total time and the traced ratio from their medians, and over so "
+              "few steps the two part")
+
+
+def _traced_words(r: Mapping[str, Any]) -> str:
+    """What the traced ratio's place beside the bound shows about the traced steps."""
+    bound, traced, before, after = r["bound"], r["traced"], r["rest_before_ms"], r["rest_after_ms"]
+    if traced > bound * REST_TOLERANCE:
+        if after < before and r["rest"] != "held":
+            words = (f"above the bound, which means the rest of the step also shrank in the traced steps (its median "
+                     f"from {before:.1f} to {after:.1f} ms)")
+            if r["rest"] == "unclear":
+                words += ", a shrink of the medians that single overlapping steps leave unsettled"
+            return words
+        return (f"above the bound although the rest of the step did not shrink beyond its steps' spread ({before:.1f} "
+                f"to {after:.1f} ms): {STATISTICS}")
+    if traced * REST_TOLERANCE < bound:
+        causes = []
+        if r["removed_after"] > LEFT_SHARE:
+            causes.append(f"the fixed steps still spent {r['removed_after']:.0%} of their time in `{r['removed']}`")
+        if after > before and r["rest"] != "held":
+            causes.append(f"their rest took {after:.1f} ms against {before:.1f} ms"
+                          + (" by the medians" if r["rest"] == "unclear" else ""))
+        if causes:
+            return "below the bound: " + " and ".join(causes)
+        return (f"below the bound although the fix left no `{r['removed']}` to speak of and the rest of the step did "
+                f"not grow beyond its steps' spread: {STATISTICS}")
+    return f"within {REST_TOLERANCE - 1:.0%} of the bound"
+
+
+def _timed_words(r: Mapping[str, Any], interval: tuple[float, float] | None) -> str:
+    """Where the timed ratio's interval lies against the traced ratio and the bound."""
+    if interval is None:
+        return "With too few rounds for an interval, this run cannot place the timed ratio against the other two."
+    lo, hi = interval
+    traced, bound = r["traced"], r["bound"]
+    if hi < traced:
+        against_trace = ("Its interval lies below the traced ratio: the trace's few steps are not the timed calls, "
+                         "and the timed calls gained less")
+    elif lo > traced:
+        against_trace = ("Its interval lies above the traced ratio: the trace's few steps are not the timed calls, "
+                         "and the timed calls gained more")
+    else:
+        against_trace = "Its interval holds the traced ratio: the traced steps agree with the timed calls"
+    if hi < bound:
+        return f"{against_trace}; it lies below the bound."
+    if lo > bound:
+        return f"{against_trace}; it lies above the bound."
+    return f"{against_trace}; it holds the bound."
+
+
+def fix_ratios(reading: Mapping[str, Any], timed: float, interval: tuple[float, float] | None = None,
+               why: Mapping[str, str] | None = None) -> str:
+    """A fix's three ratios, side by side in two paragraphs: what each measures, and what their order shows.
+
+    The bound (``1/(1 - share)`` of the first trace) assumes the rest of the step unchanged; the traced
+    ratio compares the median steps of the few steps each trace profiled after its warm-up; the timed
+    ratio (``timed``, with its ``interval``, None where too few rounds gave none) compares medians over
+    many timed calls. Each clause is chosen by the values of ``reading`` (``fix_reading``'s dict): a traced
+    ratio above the bound means the rest of the step shrank in the traced steps, a timed interval clear
+    of the traced ratio means the trace's steps are not the timed calls. ``why`` maps a ``rest`` reading
+    ("grew", "shrank", "held", "unclear") to sentences on its mechanism, added where that reading holds.
+    """
+    r, removed = reading, reading["removed"]
+    extra = (why or {}).get(r["rest"], "")
+    if r["steps_before"] == r["steps_after"]:
+        steps = f"the {r['steps_before']} steps each trace profiled after its warm-up"
+    else:
+        steps = f"the {r['steps_before']} and {r['steps_after']} steps the two traces profiled after their warm-up"
+    timed_text = f"{ratio_text(timed)} {interval_text(*interval)}" if interval is not None else ratio_text(timed)
+    return (f"Removing the `{removed}` share alone would give {ratio_text(r['bound'])}: a bound that assumes the "
+            f"rest of the step (all but `{removed}`) keeps the {r['rest_before_ms']:.1f} ms it took in the first "
+            f"trace. In the fixed trace the rest took {r['rest_after_ms']:.1f} ms{_rest_words(r)}."
+            + (f" {extra}" if extra else "")
+            + f"\n\nThe traced ratio, {ratio_text(r['traced'])}, compares the median step of {steps} "
+            f"({r['step_before_ms']:.1f} ms against {r['step_after_ms']:.1f} ms): {_traced_words(r)}. "
+            f"The timed ratio, {timed_text}, compares the two programs' medians over many timed calls. "
+            f"{_timed_words(r, interval)}")
