@@ -63,13 +63,14 @@ def op_variants(label: str, n: int, length: int, reference: bool = False):
         raise ValueError(f"unknown op {label!r}; ops are: {', '.join(found)}")
     make, kind = found[label]
     op, x = make(length), example_population(kind, n, length)
-    fns = _modes(op)
+    fns = op_modes(op)
     if reference and label in sorting_ops.REFERENCES:
-        fns.update({mode + sorting_ops.SUFFIX: fn for mode, fn in _modes(sorting_ops.reference(op)).items()})
+        fns.update({mode + sorting_ops.SUFFIX: fn for mode, fn in op_modes(sorting_ops.reference(op)).items()})
     return op, x, fns
 
 
-def _modes(op) -> dict:
+def op_modes(op) -> dict:
+    """``evolve``'s call of ``op`` eagerly, as a graph and as XLA: one function, so only how it runs differs."""
     def children(x, key):
         return op.apply([x], key, Rows.all(x.shape[0]))
 

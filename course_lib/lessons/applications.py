@@ -445,6 +445,14 @@ def knob_effects(runs: dict, generations: int) -> list[str]:
 KNOB_REFERENCE = {"population": 256, "mutation_rate": 0.5, "tournament": 2, "elitism": 1, "crossover": 1.0}
 
 
+def knob_model(coordinates, knobs: dict, seed: int = 0) -> evo.Model:
+    """The plain GA with every knob of ``KNOB_REFERENCE`` set from ``knobs``, so a setting changes one argument."""
+    selection = (evo.selection.Tournament(size=knobs["tournament"], elitism=knobs["elitism"]) if knobs["elitism"]
+                 else evo.selection.Tournament(size=knobs["tournament"]))
+    return tsp_model(coordinates, seed=seed, mutation_rate=knobs["mutation_rate"], selection=selection,
+                     crossover_probability=knobs["crossover"])
+
+
 def knob_runs(coordinates, generations: int, settings: dict, *, starts: int = 3, seed: int = 0) -> dict:
     """The plain GA with tournament selection, once per setting and start: ``settings`` maps a name to
     changes of ``KNOB_REFERENCE`` (population, mutation_rate, tournament size, elitism: the best
@@ -463,10 +471,7 @@ def knob_runs(coordinates, generations: int, settings: dict, *, starts: int = 3,
         if unknown:
             raise ValueError(f"unknown GA knob(s) {sorted(unknown)}; knobs are {', '.join(KNOB_REFERENCE)}")
         k = {**KNOB_REFERENCE, **changes}
-        selection = (evo.selection.Tournament(size=k["tournament"], elitism=k["elitism"]) if k["elitism"]
-                     else evo.selection.Tournament(size=k["tournament"]))
-        model = tsp_model(xy, seed=seed, mutation_rate=k["mutation_rate"], selection=selection,
-                          crossover_probability=k["crossover"])
+        model = knob_model(xy, k, seed=seed)
         populations = [tour_population(k["population"], xy.shape[0], seed + s) for s in range(starts)]
         model.evolve(populations[0], generations=1)  # compiles; other run lengths reuse the program
         results, seconds = [], []
@@ -500,14 +505,13 @@ def tsp_variants(max_generations: int, seed: int = 0, *, ga_population: int = 25
     compiled = [m for m in compiled if m is not None]
 
     def target(n: int) -> float:
-        d = distance_matrix(city_set("random", n, seed))
-        return tour_length(two_opt(nearest_neighbour_tour(d), d), d)
+        return nearest_neighbour_descent(distance_matrix(city_set("random", n, seed)))
 
     def descent(cities: int):
         d = distance_matrix(city_set("random", cities, seed))
 
         def run():
-            length = tour_length(two_opt(nearest_neighbour_tour(d), d), d)
+            length = nearest_neighbour_descent(d)
             found["NN + 2-opt (NumPy)"] = {"best": length, "generations": None, "reached": True}
         return run
 
@@ -519,8 +523,7 @@ def tsp_variants(max_generations: int, seed: int = 0, *, ga_population: int = 25
             start, goal = tour_population(population, cities, seed), target(cities)
 
             def run():
-                result = model.evolve(start, generations=max_generations, chunk=chunk,
-                                      callbacks=[evo.callbacks.EarlyStopping(target=goal)])
+                result = evolve_until(model, start, goal, max_generations, chunk)
                 found[name] = {"best": result.best_fitness, "generations": result.generations,
                                "reached": result.best_fitness <= goal}
             return run
@@ -528,6 +531,17 @@ def tsp_variants(max_generations: int, seed: int = 0, *, ga_population: int = 25
 
     return ({"NN + 2-opt (NumPy)": descent, "GA": ga("GA", ga_population, tsp_model, GA_CHUNK),
              "memetic GA": ga("memetic GA", memetic_population, memetic_model, MEMETIC_CHUNK)}, found)
+
+
+def nearest_neighbour_descent(distances) -> float:
+    """The widget's bar of quality: one nearest-neighbour tour from city 0 taken down to a 2-opt local optimum."""
+    return tour_length(two_opt(nearest_neighbour_tour(distances), distances), distances)
+
+
+def evolve_until(model: evo.Model, start, length: float, generations: int, chunk: int):
+    """Evolve until the best tour is as short as ``length`` (tested inside the compiled loop), or ``generations``."""
+    return model.evolve(start, generations=generations, chunk=chunk,
+                        callbacks=[evo.callbacks.EarlyStopping(target=length)])
 
 
 def time_to_quality_verdicts(comparison, found: dict):

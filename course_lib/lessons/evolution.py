@@ -169,6 +169,26 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
         tf.function(lambda s: gen.step(s, tf.constant(1)), autograph=False).get_concrete_function(state)
     per_row = -(-words_drawn[0] // n)
     spec = model.input.spec
+    parts = breakdown_parts(model, prepared, state, per_row)
+    count = tf.constant(generations)
+    with graphs.captured_tf_warnings():  # one tf.function per part, each traced once: no retracing to warn of
+        cmp = bench.compare({name: part_loop(gen, part, state, count) for name, part in parts.items()},
+                            baseline="whole generation", repeats=repeats, warmup=0, in_turns=True,
+                            title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
+    timed = {t.name: t.median_s / generations for t in cmp.timings}
+    seconds = {name: s for name, s in timed.items() if not name.startswith("without ")}
+    saved = {name.removeprefix("without "): timed["whole generation"] - timed[name]
+             for name in parts if name.startswith("without ")}
+    stored = int(np.prod(state.population.shape)) * state.population.dtype.size
+    return {"comparison": cmp, "seconds": seconds, "saved": saved, "words": words_drawn[0], "individuals": n,
+            "genes": spec.size, "population_bytes": stored, "arrays": population_arrays(model),
+            "cache_bytes": _cache_bytes(), "packed": packed}
+
+
+def breakdown_parts(model, prepared, state, per_row: int) -> dict[str, Callable]:
+    """Each part of a generation, and the whole generation without each op and without selection, as
+    functions (population, fitness, key, generation) -> (population, fitness), so one loop times them alike."""
+    gen, n = prepared.generation, prepared.individuals
 
     def op_part(node):
         def part(pop, fit, key, i):
@@ -192,43 +212,27 @@ def generation_breakdown(model, population, generations: int = 20, repeats: int 
             return s.population, s.fitness
         return whole
 
-    def without_op(node):
-        return whole_of(prepared.without(node.op))
-
-    def without_selection():
-        return whole_of(prepared.without_selection())
-
     names = _part_names(model)
     parts = {"whole generation": whole_of(gen), "random words alone": words}
     parts.update({name: op_part(node) for name, node in zip(names, model.nodes)})
     parts.update({"fitness": fitness, "selection (tournament + gather)": selection})
-    removable = dict(zip(names, map(without_op, model.nodes)))
-    removable["selection (tournament + gather)"] = without_selection()
-    parts.update({f"without {name}": fn for name, fn in removable.items()})
-    count = tf.constant(generations)
+    parts.update({f"without {name}": whole_of(prepared.without(node.op)) for name, node in zip(names, model.nodes)})
+    parts["without selection (tournament + gather)"] = whole_of(prepared.without_selection())
+    return parts
 
-    def looped(part):
-        @fusion.xla_function
-        def run(pop, fit, count):
-            def body(i, pop, fit):
-                key = rng.fold_in(gen.root, i)
-                pop, fit = part(pop, fit, key, i + 1)
-                return i + 1, fusion.materialize(pop, key), fusion.materialize(fit, key)
-            # both: an unused one would be optimised away
-            return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]
-        return lambda: run(state.population, state.fitness, count)
 
-    with graphs.captured_tf_warnings():  # one tf.function per part, each traced once: no retracing to warn of
-        cmp = bench.compare({name: looped(part) for name, part in parts.items()}, baseline="whole generation",
-                            repeats=repeats, warmup=0, in_turns=True,
-                            title=f"{model.name}: one generation of {n} x {spec.size}, its parts apart")
-    timed = {t.name: t.median_s / generations for t in cmp.timings}
-    seconds = {name: s for name, s in timed.items() if not name.startswith("without ")}
-    saved = {name: timed["whole generation"] - timed[f"without {name}"] for name in removable}
-    stored = int(np.prod(state.population.shape)) * state.population.dtype.size
-    return {"comparison": cmp, "seconds": seconds, "saved": saved, "words": words_drawn[0], "individuals": n,
-            "genes": spec.size, "population_bytes": stored, "arrays": population_arrays(model),
-            "cache_bytes": _cache_bytes(), "packed": packed}
+def part_loop(gen, part, state, count: tf.Tensor) -> Callable[[], tuple]:
+    """``part`` run ``count`` times in one XLA ``tf.while_loop``, its results pinned as ``evolve`` pins
+    them, so that it costs what it costs inside a compiled generation."""
+    @fusion.xla_function
+    def run(pop, fit, count):
+        def body(i, pop, fit):
+            key = rng.fold_in(gen.root, i)
+            pop, fit = part(pop, fit, key, i + 1)
+            return i + 1, fusion.materialize(pop, key), fusion.materialize(fit, key)
+        # both: an unused one would be optimised away
+        return tf.while_loop(lambda i, p, f: i < count, body, (tf.constant(0), pop, fit))[1:]
+    return lambda: run(state.population, state.fitness, count)
 
 
 def _part_names(model) -> list[str]:
