@@ -429,15 +429,21 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+# a cell that prints code (a variant's source, AutoGraph's generated code): what it renders is code, not prose
+_PRINTS_CODE = re.compile(r"\b(?:getsource|autograph_code|code_of|source)\(")
+
+
 def explanations_in(notebook: Path) -> dict[int, list[str]]:
     """Every explanation an executed notebook renders, by cell: the sentences of its Markdown outputs and of
     the text it prints, figures masked, verdicts left out. A sentence that picks a mechanism from a
-    measurement ("bound by memory", "the largest share is python") changes here when a re-run picks another."""
+    measurement ("bound by memory", "the largest share is python") changes here when a re-run picks another.
+    Cells that print code are left out: generated code may order its lines differently in a re-run, and
+    code claims nothing."""
     from course_lib import rendered_text
 
     nb = nbformat.read(notebook, as_version=4)
     out = {i: [s for _, text in rendered_text.rendered(cell) for s in _sentences(text)]
-           for i, cell in enumerate(nb.cells) if cell.cell_type == "code"}
+           for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and not _PRINTS_CODE.search(cell.source)}
     return {i: sentences for i, sentences in out.items() if sentences}
 
 

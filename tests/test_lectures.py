@@ -296,6 +296,17 @@ def test_explanations_are_read_with_figures_masked_and_verdicts_left_out(tmp_pat
                                                   "largest share: python (#%)"]}
 
 
+def test_cells_that_print_code_are_not_read_as_explanations(tmp_path):
+    path = _executed(tmp_path / "a.ipynb", [[_stdout("nonlocal steps, n\n")], [_stdout("It is bound by memory.\n")]])
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = "print(graphs.autograph_code(collatz))"
+    nbformat.write(nb, path)
+    assert lectures.explanations_in(path) == {1: ["It is bound by memory."]}
+    nb.cells[0].source = "print(inspect.getsource(graphs.small_ops))"
+    nbformat.write(nb, path)
+    assert lectures.explanations_in(path) == {1: ["It is bound by memory."]}
+
+
 def test_explanation_changes_count_changed_sentences_and_claims_that_replace_each_other(tmp_path):
     def lecture(name, share, rest, bound):
         return _executed(tmp_path / name, [
