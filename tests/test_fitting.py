@@ -168,3 +168,22 @@ def test_course_bench_fit_is_registered_with_a_quick_setting():
     main = commands()["fit"]
     args = main.parser().parse_args(["--steps", "8"])
     assert args.steps == 8 and args.memory_batches.split(",")[0] == "512"
+
+
+def test_per_step_rows_lead_an_uncalled_ratio_with_its_verdict():
+    from course_lib import bench
+
+    def timing(name, ms):
+        return bench.Timing(name=name, first_call_s=ms[0] / 1e3, times_s=list(np.asarray(ms) / 1e3), number=1)
+
+    steady = [10.0, 10.4, 9.8, 10.2, 10.1, 9.9, 10.3, 10.0]
+    result = bench.Comparison(timings=[timing("steps_per_execution=1", steady),
+                                       timing("steps_per_execution=64", steady[::-1]),
+                                       timing("halved", [t / 2 for t in steady])],
+                              baseline="steps_per_execution=1")
+    rows = {r["variant"]: r for r in fitting.per_step_rows(result, steps=10)}
+    assert rows["steps_per_execution=1"]["against the baseline"] == "baseline"
+    assert rows["steps_per_execution=64"]["per step (µs)"] == 1005
+    assert rows["steps_per_execution=64"]["against the baseline"].startswith(("no measurable difference, ",
+                                                                              "too close to call, "))
+    assert rows["halved"]["against the baseline"].startswith("2x faster (95% interval")

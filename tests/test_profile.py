@@ -287,6 +287,13 @@ def test_a_rest_that_overlaps_between_the_traces_is_unclear():
     assert profile.fix_reading(before, _breakdown([{"function": 80.0}] * 2), "input")["rest"] == "shrank"
 
 
+def test_fix_reading_gives_each_ratio_the_range_single_steps_span():
+    before = _breakdown([{"input": 900.0, "function": 100.0}, {"input": 400.0, "function": 100.0}])  # 1 ms, 0.5 ms
+    reading = profile.fix_reading(before, _breakdown([{"function": 100.0}, {"function": 250.0}]), "input")
+    assert reading["bound_range"] == pytest.approx((5.0, 10.0))  # 80% and 90% input
+    assert reading["traced_range"] == pytest.approx((0.5 / 0.25, 1.0 / 0.1))
+
+
 def test_fix_reading_names_the_removed_category_and_the_steps_of_each_trace():
     before = _breakdown([{"input": 900.0, "function": 100.0}] * 3)
     reading = profile.fix_reading(before, _breakdown([{"function": 200.0}] * 2), "input")
@@ -301,6 +308,8 @@ def _fix(**changes) -> dict:
                "removed_after": 0.0, "removed": "input", "steps_before": 3, "steps_after": 3,
                "step_before_ms": 40.0, "step_after_ms": 4.0}
     reading.update(changes)
+    for ratio in ("bound", "traced"):  # single steps within 5% of the ratio, unless a test gives their range
+        reading.setdefault(f"{ratio}_range", (reading[ratio] * 0.95, reading[ratio] * 1.05))
     return reading
 
 
@@ -359,19 +368,28 @@ def test_a_traced_ratio_below_the_bound_names_what_the_fixed_steps_kept():
     assert "below the bound: their rest took 6.0 ms against 4.0 ms by the medians." in unclear
     neither = profile.fix_ratios(_fix(traced=5.0, removed_after=0.001), 10.0, (9.0, 11.0))
     assert "below the bound although the fix left no `input` to speak of" in neither
-    assert "within 10% of the bound" in profile.fix_ratios(_fix(traced=10.5), 10.0, (9.0, 11.0))
+    near = profile.fix_ratios(_fix(traced=10.5), 10.0, (9.0, 11.0))  # single steps' ranges overlap
+    assert "single steps give it 9.97–11x and the bound 9.5–10.5x, so these few steps cannot tell it from the " \
+        "bound." in near
+    # a traced ratio of medians 2x past the bound is read only where no single step reaches the bound
+    overlapping = profile.fix_ratios(_fix(traced=20.0, traced_range=(8.0, 30.0), rest="shrank"), 10.0, (9.0, 11.0))
+    assert "cannot tell it from the bound" in overlapping and "above the bound" not in overlapping
 
 
 def test_the_timed_interval_is_placed_against_the_traced_ratio_and_the_bound():
     below = profile.fix_ratios(_fix(bound=20.0, traced=30.0, rest="shrank", rest_after_ms=2.7), 9.33, (7.22, 9.36))
-    assert ("Its interval lies below the traced ratio: the trace's few steps are not the timed calls, and the timed "
-            "calls gained less; it lies below the bound.") in below
+    assert ("Its interval lies below every traced step's ratio: the trace's few steps are not the timed calls, and "
+            "the timed calls gained less; it lies below every step's bound.") in below
     above = profile.fix_ratios(_fix(bound=5.0, traced=6.0), 7.0, (6.5, 7.5))
-    assert ("Its interval lies above the traced ratio: the trace's few steps are not the timed calls, and the timed "
-            "calls gained more; it lies above the bound.") in above
-    holds = profile.fix_ratios(_fix(), 10.0, (9.0, 11.0))
-    assert "Its interval holds the traced ratio: the traced steps agree with the timed calls; it holds the bound." \
-        in holds
+    assert ("Its interval lies above every traced step's ratio: the trace's few steps are not the timed calls, and "
+            "the timed calls gained more; it lies above every step's bound.") in above
+    meets = profile.fix_ratios(_fix(), 10.0, (9.0, 11.0))
+    assert "Its interval meets the traced steps' range, so this run cannot tell the two apart; it meets the " \
+        "bound's range." in meets
+    # a point ratio outside the interval is not enough: single steps that reach the interval leave it unsettled
+    wide = profile.fix_ratios(_fix(bound=20.0, traced=30.0, traced_range=(9.0, 40.0), bound_range=(9.0, 25.0)),
+                              8.0, (7.5, 9.5))
+    assert "cannot tell the two apart; it meets the bound's range." in wide
     none = profile.fix_ratios(_fix(), 10.0, None)
     assert "The timed ratio, 10x, compares" in none
     assert "too few rounds for an interval, this run cannot place the timed ratio" in none

@@ -89,9 +89,10 @@ def steps_reading(steps: bench.Comparison) -> str:
             f"step for step, {busy} against {baseline}: {steps.judged(busy)}")
     call = steps.call(busy)
     if call == "slower":
-        return text + (": the pipeline's own CPU work (parsing records, entering Python for each "
-                       "`py_function` call) shares the cores with the step's matrix products and lengthened "
-                       "the steps.")
+        return text + (": longer steps are what the pipeline's own CPU work (parsing records, entering Python "
+                       "for each `py_function` call) does when it shares the cores with the step's matrix "
+                       "products, but the two runs ran one after the other, not in turns, so this run cannot "
+                       "tell that cost from a change in the machine's load between them.")
     if call == "faster":
         return text + (": the steps ran shorter beside the pipeline's work, which can only take CPU from them, "
                        "so the machine's load changed between the two runs; this run cannot say what the "

@@ -161,7 +161,7 @@ def per_step_rows(result, steps: int) -> list[dict[str, Any]]:
     """One row per variant: the median epoch and the time per step (the epoch over ``steps``)."""
     return [{"variant": name, "epoch (ms)": round(result[name].median_s * 1e3, 1),
              "per step (µs)": round(result[name].median_s / steps * 1e6),
-             "against the baseline": "baseline" if name == result.baseline else result.ratio_with_interval(name)}
+             "against the baseline": "baseline" if name == result.baseline else result.judged(name)}
             for name in result.names]
 
 

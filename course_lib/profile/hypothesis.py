@@ -133,8 +133,11 @@ def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, 
         median step times; ``rest_before_ms`` and ``rest_after_ms`` (medians over the steps); ``rest``:
         "grew", "shrank", "held" (every step of both traces within ``REST_TOLERANCE`` of each other) or
         "unclear" (the steps overlap, so this run cannot tell); ``removed_after``: the share of
-        ``removed`` left after the fix; ``removed``; ``steps_before`` and ``steps_after``: how many steps
-        each trace profiled; ``step_before_ms`` and ``step_after_ms``: their median step times.
+        ``removed`` left after the fix; ``bound_range`` and ``traced_range``: the least and greatest each
+        ratio takes over single steps (a step's own bound; any step before over any step after), the
+        spread a re-run's few steps may land anywhere in; ``removed``; ``steps_before`` and
+        ``steps_after``: how many steps each trace profiled; ``step_before_ms`` and ``step_after_ms``: their
+        median step times.
     """
     if removed not in CATEGORIES:
         raise ValueError(f"unknown category {removed!r}; choose one of: {', '.join(CATEGORIES)}")
@@ -153,7 +156,11 @@ def fix_reading(before: Breakdown, after: Breakdown, removed: str) -> dict[str, 
         change = "held"
     else:
         change = "unclear"
+    steps_before, steps_after = [row["ms"] for row in before.rows], [row["ms"] for row in after.rows]
+    bounds = [1 / max(1 - row[f"{removed} %"] / 100, 1e-3) for row in before.rows]
     return {"bound": 1 / max(1 - before.share(removed), 1e-3), "traced": before.step_ms / after.step_ms,
+            "bound_range": (min(bounds), max(bounds)),
+            "traced_range": (min(steps_before) / max(steps_after), max(steps_before) / min(steps_after)),
             "rest_before_ms": rest_before, "rest_after_ms": rest_after, "rest": change,
             "removed_after": after.share(removed), "removed": removed, "steps_before": len(before.steps),
             "steps_after": len(after.steps), "step_before_ms": before.step_ms, "step_after_ms": after.step_ms}
@@ -188,10 +195,16 @@ STATISTICS = ("the bound comes from the steps' total time and the traced ratio f
               "few steps the two part")
 
 
+def _range_text(low: float, high: float) -> str:
+    return f"{ratio_text(low).removesuffix('x')}–{ratio_text(high)}"
+
+
 def _traced_words(r: Mapping[str, Any]) -> str:
-    """What the traced ratio's place beside the bound shows about the traced steps."""
-    bound, traced, before, after = r["bound"], r["traced"], r["rest_before_ms"], r["rest_after_ms"]
-    if traced > bound * REST_TOLERANCE:
+    """What the traced ratio's place beside the bound shows about the traced steps: read only where every single
+    step puts it on one side of every step's bound, since a re-run's few steps may land anywhere in those ranges."""
+    (traced_low, traced_high), (bound_low, bound_high) = r["traced_range"], r["bound_range"]
+    before, after = r["rest_before_ms"], r["rest_after_ms"]
+    if traced_low > bound_high:
         if after < before and r["rest"] != "held":
             words = (f"above the bound, which means the rest of the step also shrank in the traced steps (its median "
                      f"from {before:.1f} to {after:.1f} ms)")
@@ -200,7 +213,7 @@ def _traced_words(r: Mapping[str, Any]) -> str:
             return words
         return (f"above the bound although the rest of the step did not shrink beyond its steps' spread ({before:.1f} "
                 f"to {after:.1f} ms): {STATISTICS}")
-    if traced * REST_TOLERANCE < bound:
+    if traced_high < bound_low:
         causes = []
         if r["removed_after"] > LEFT_SHARE:
             causes.append(f"the fixed steps still spent {r['removed_after']:.0%} of their time in `{r['removed']}`")
@@ -211,28 +224,29 @@ def _traced_words(r: Mapping[str, Any]) -> str:
             return "below the bound: " + " and ".join(causes)
         return (f"below the bound although the fix left no `{r['removed']}` to speak of and the rest of the step did "
                 f"not grow beyond its steps' spread: {STATISTICS}")
-    return f"within {REST_TOLERANCE - 1:.0%} of the bound"
+    return (f"single steps give it {_range_text(traced_low, traced_high)} and the bound "
+            f"{_range_text(bound_low, bound_high)}, so these few steps cannot tell it from the bound")
 
 
 def _timed_words(r: Mapping[str, Any], interval: tuple[float, float] | None) -> str:
-    """Where the timed ratio's interval lies against the traced ratio and the bound."""
+    """Where the timed ratio's interval lies against what single steps give the traced ratio and the bound."""
     if interval is None:
         return "With too few rounds for an interval, this run cannot place the timed ratio against the other two."
     lo, hi = interval
-    traced, bound = r["traced"], r["bound"]
-    if hi < traced:
-        against_trace = ("Its interval lies below the traced ratio: the trace's few steps are not the timed calls, "
-                         "and the timed calls gained less")
-    elif lo > traced:
-        against_trace = ("Its interval lies above the traced ratio: the trace's few steps are not the timed calls, "
-                         "and the timed calls gained more")
+    (traced_low, traced_high), (bound_low, bound_high) = r["traced_range"], r["bound_range"]
+    if hi < traced_low:
+        against_trace = ("Its interval lies below every traced step's ratio: the trace's few steps are not the timed "
+                         "calls, and the timed calls gained less")
+    elif lo > traced_high:
+        against_trace = ("Its interval lies above every traced step's ratio: the trace's few steps are not the timed "
+                         "calls, and the timed calls gained more")
     else:
-        against_trace = "Its interval holds the traced ratio: the traced steps agree with the timed calls"
-    if hi < bound:
-        return f"{against_trace}; it lies below the bound."
-    if lo > bound:
-        return f"{against_trace}; it lies above the bound."
-    return f"{against_trace}; it holds the bound."
+        against_trace = "Its interval meets the traced steps' range, so this run cannot tell the two apart"
+    if hi < bound_low:
+        return f"{against_trace}; it lies below every step's bound."
+    if lo > bound_high:
+        return f"{against_trace}; it lies above every step's bound."
+    return f"{against_trace}; it meets the bound's range."
 
 
 def fix_ratios(reading: Mapping[str, Any], timed: float, interval: tuple[float, float] | None = None,
@@ -242,9 +256,10 @@ def fix_ratios(reading: Mapping[str, Any], timed: float, interval: tuple[float, 
     The bound (``1/(1 - share)`` of the first trace) assumes the rest of the step unchanged; the traced
     ratio compares the median steps of the few steps each trace profiled after its warm-up; the timed
     ratio (``timed``, with its ``interval``, None where too few rounds gave none) compares medians over
-    many timed calls. Each clause is chosen by the values of ``reading`` (``fix_reading``'s dict): a traced
-    ratio above the bound means the rest of the step shrank in the traced steps, a timed interval clear
-    of the traced ratio means the trace's steps are not the timed calls. ``why`` maps a ``rest`` reading
+    many timed calls. Each clause is chosen by the values of ``reading`` (``fix_reading``'s dict), a place
+    beside the bound or the trace only where every single step agrees (``bound_range``, ``traced_range``):
+    a traced ratio above the bound means the rest of the step shrank in the traced steps, a timed interval
+    clear of the traced steps means the trace's steps are not the timed calls. ``why`` maps a ``rest`` reading
     ("grew", "shrank", "held", "unclear") to sentences on its mechanism, added where that reading holds.
     """
     r, removed = reading, reading["removed"]
