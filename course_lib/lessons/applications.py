@@ -447,8 +447,7 @@ KNOB_REFERENCE = {"population": 256, "mutation_rate": 0.5, "tournament": 2, "eli
 
 def knob_model(coordinates, knobs: dict, seed: int = 0) -> evo.Model:
     """The plain GA with every knob of ``KNOB_REFERENCE`` set from ``knobs``, so a setting changes one argument."""
-    selection = (evo.selection.Tournament(size=knobs["tournament"], elitism=knobs["elitism"]) if knobs["elitism"]
-                 else evo.selection.Tournament(size=knobs["tournament"]))
+    selection = evo.selection.Tournament(size=knobs["tournament"], elitism=knobs["elitism"])
     return tsp_model(coordinates, seed=seed, mutation_rate=knobs["mutation_rate"], selection=selection,
                      crossover_probability=knobs["crossover"])
 
