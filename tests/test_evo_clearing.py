@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo import rng
-from course_lib.evo.selection import Clearing
+from course_lib.evo.selection import Clearing, Pool
 from course_lib.evo.tours import tour_distances
 from course_lib.lessons import applications as app
 
@@ -31,9 +31,13 @@ def test_tour_distances_count_the_edges_one_tour_lacks():
     np.testing.assert_array_equal(d, d.T)
 
 
+def survivors(selection, tours, lengths, n):
+    pool = Pool(tf.constant(lengths, tf.float32), -1.0, rng.key(0), genomes=tf.constant(tours))
+    return selection.survivors(pool, n, ())[0].numpy()
+
+
 def choose(selection, tours, lengths, n):
-    return sorted(selection.choose_with_state(tf.constant(lengths, tf.float32), -1.0, rng.key(0), n, None,
-                                              tf.zeros((0,)), genomes=tf.constant(tours))[0].numpy().tolist())
+    return sorted(survivors(selection, tours, lengths, n).tolist())
 
 
 def test_a_near_copy_of_a_better_tour_gives_way_to_a_far_worse_one():
@@ -52,13 +56,21 @@ def test_a_near_copy_of_a_better_tour_gives_way_to_a_far_worse_one():
 def test_clearing_needs_tours_and_a_whole_radius():
     with pytest.raises(ValueError, match="radius must be a whole number >= 1"):
         Clearing(radius=0)
-    with pytest.raises(ValueError, match="choose_with_state"):
-        Clearing().choose(tf.zeros(4), -1.0, rng.key(0), 2)
+    with pytest.raises(ValueError, match=r"pass them as Pool\(genomes=...\)"):
+        Clearing().survivors(Pool(tf.zeros(4), -1.0, rng.key(0)), 2, ())
+
+
+def test_clearing_refuses_genomes_other_than_tours_at_compile():
     inputs = evo.Input(shape=(4,), dtype="float32")
     model = evo.Model(inputs, evo.ops.GaussianMutation(stddev=0.1)(inputs))
-    model.compile(fitness=evo.fitness.Rastrigin(), selection=Clearing(), mode="graph")
-    with pytest.raises(ValueError, match="integer permutation genomes"):
-        model.evolve(evo.population.uniform((8, 4), -1, 1, seed=0), generations=1)
+    with pytest.raises(ValueError, match=r"integer permutation genomes of one axis, got genomes \(4,\) float32; "
+                                         r"for other genomes use Elitist"):
+        model.compile(fitness=evo.fitness.Rastrigin(), selection=Clearing(), mode="graph")
+    assert model.selection is None  # refused before anything was set
+    grid = evo.Input(shape=(4, 4), dtype="int32")
+    model = evo.Model(grid, evo.ops.BitFlipMutation(rate=0.1)(grid))
+    with pytest.raises(ValueError, match=r"got genomes \(4, 4\) int32"):
+        model.compile(fitness=evo.fitness.OneMax(), selection=Clearing(), mode="graph")
 
 
 def tsp_model(fitness, radius=3):
@@ -118,8 +130,7 @@ def test_the_cleared_refill_by_length_not_by_row():
     near_long = np.concatenate([best[:3], best[3:8][::-1], best[8:]])  # 2 edges from the best
     near_short = np.concatenate([best[:5], best[5:10][::-1], best[10:]])
     tours = np.stack([best, near_long, near_short])
-    picked = Clearing(radius=3).choose_with_state(tf.constant([1.0, 5.0, 3.0]), -1.0, rng.key(0), 2, None,
-                                                  tf.zeros((0,)), genomes=tf.constant(tours))[0].numpy()
+    picked = survivors(Clearing(radius=3), tours, [1.0, 5.0, 3.0], 2)
     assert picked.tolist() == [0, 2]  # the winner, then the shorter of the two cleared
 
 
@@ -127,5 +138,5 @@ def test_a_pool_past_the_memory_budget_is_refused_with_what_to_do():
     clearing = Clearing()
     clearing.max_bytes = 10_000
     with pytest.raises(ValueError, match="pool of 64 tours of 100 cities.* past its budget.*smaller population"):
-        clearing.choose_with_state(tf.zeros(64), -1.0, rng.key(0), 32, None, tf.zeros((0,)),
-                                   genomes=evo.population.permutations(64, 100, seed=0))
+        clearing.survivors(Pool(tf.zeros(64), -1.0, rng.key(0), genomes=evo.population.permutations(64, 100, seed=0)),
+                           32, ())

@@ -17,6 +17,7 @@ import tensorflow as tf
 from course_lib import evo
 from course_lib.evo import distinct, rng
 from course_lib.evo.rng import Rows
+from course_lib.evo.selection import Pool
 from course_lib.problems import dtlz
 
 pytestmark = pytest.mark.timeout(300)
@@ -108,11 +109,12 @@ def test_the_mutation_probability_is_checked_and_kept_in_the_config():
 def test_elitist_selection_keeps_one_copy_of_each_fitness_while_distinct_ones_last():
     fitness = tf.constant([5.0, 5.0, 5.0, 4.0, 3.0, 3.0, 2.0, 1.0])  # minimised tour lengths, copies of 5 and 3
     keep = evo.selection.Elitist(eliminate_duplicates=True)
-    rows = keep.choose(fitness, -1.0, rng.key(0), 4).numpy()
+    pool = Pool(fitness, -1.0, rng.key(0))
+    rows = keep.survivors(pool, 4, ())[0].numpy()
     assert sorted(fitness.numpy()[rows].tolist()) == [1.0, 2.0, 3.0, 4.0]  # the 4 best distinct values
-    rows = keep.choose(fitness, -1.0, rng.key(0), 7).numpy()  # 5 distinct values: two copies fill the rest
+    rows = keep.survivors(pool, 7, ())[0].numpy()  # 5 distinct values: two copies fill the rest
     assert len(set(rows.tolist())) == 7 and set(fitness.numpy()[rows].tolist()) == {1.0, 2.0, 3.0, 4.0, 5.0}
-    plain = evo.selection.Elitist().choose(fitness, -1.0, rng.key(0), 4).numpy()
+    plain = evo.selection.Elitist().survivors(pool, 4, ())[0].numpy()
     assert sorted(fitness.numpy()[plain].tolist()) == [1.0, 2.0, 3.0, 3.0]
     assert keep.config() == {"eliminate_duplicates": True} and evo.selection.Elitist().config() == {}
     assert type(keep)(**keep.config()).eliminate_duplicates

@@ -21,7 +21,8 @@ def test_one_device_and_its_program_follow_the_protocols():
     state = program.start(evo.population.random_integers((8, 16), 0, 2, seed=0))
     state, rows, stopped = program.run(state, 0, 3, *executors.no_limits(1.0))
     assert rows.shape == (3, len(executors.STATS)) and not stopped
-    assert set(program.arrays(state)) == {"population", "fitness", "best", "best_fitness", "stale", "selection_state"}
+    # Tournament carries no state: nothing of the selection's is saved
+    assert set(program.arrays(state)) == {"population", "fitness", "best", "best_fitness", "stale"}
 
 
 def test_replicated_and_its_program_follow_the_protocols():

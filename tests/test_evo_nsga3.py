@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from course_lib import evo
 from course_lib.evo import nsga3, rng
+from course_lib.evo import state as state_lib
 from course_lib.evo.rng import Rows
 from course_lib.problems import dtlz, nsga3_numpy
 
@@ -172,10 +173,10 @@ def carried_pair(f, v, n, directions, state, seed=0, eliminate_duplicates=False)
     values = tf.constant(np.concatenate([f, v[:, None]], 1), tf.float32)
     key = rng.key(seed)
     rows, after = nsga3.survivors_and_state(values, (-1.0,) * f.shape[1], key, n, directions,
-                                            tf.constant(state, tf.float32), eliminate_duplicates)
+                                            tf.nest.map_structure(tf.constant, state), eliminate_duplicates)
     words = rng.bits(key, Rows.all(len(f)), (2,)).numpy().astype(np.int64)
     ref = nsga3_numpy.survivors(np.asarray(f, np.float32), v, n, directions, words, state, eliminate_duplicates)
-    return rows.numpy(), after.numpy(), ref
+    return rows.numpy(), tf.nest.map_structure(lambda t: t.numpy(), after), ref
 
 
 @pytest.mark.parametrize("case", range(8))
@@ -196,10 +197,12 @@ def test_the_reference_and_the_engine_carry_the_same_state_and_choose_the_same_s
             np.zeros(p, np.float32)
         rows, after, ref = carried_pair(f, v, n, d, state, seed=case * 10 + step, eliminate_duplicates=case % 2 == 1)
         np.testing.assert_array_equal(rows, ref.rows)
-        np.testing.assert_allclose(after, ref.state, rtol=1e-6)
+        assert isinstance(after, nsga3.Normalization)
+        for name, value in after._asdict().items():
+            np.testing.assert_allclose(value, getattr(ref.state, name), rtol=1e-6, err_msg=name)
         ok = v == 0
-        np.testing.assert_array_equal(after[0], np.minimum(state[0], f[ok].min(axis=0)))  # the ideal point so far
-        np.testing.assert_array_equal(after[1], np.maximum(state[1], f[ok].max(axis=0)))  # the worst so far
+        np.testing.assert_array_equal(after.ideal, np.minimum(state.ideal, f[ok].min(axis=0)))  # the ideal point so far
+        np.testing.assert_array_equal(after.worst, np.maximum(state.worst, f[ok].max(axis=0)))  # the worst so far
         state = after
 
 
@@ -217,7 +220,7 @@ def test_extreme_points_of_earlier_generations_are_kept():
     _, ideal, scale, after = nsga3.normalize(later, mid_rows, mid_rows, state)
     np.testing.assert_allclose(ideal, [0, 0, 0])
     np.testing.assert_allclose(scale, [1, 1, 1], rtol=1e-6)
-    np.testing.assert_array_equal(after[2:], ends)
+    np.testing.assert_array_equal(after.extremes, ends)
     _, fresh_ideal, _, _ = nsga3.normalize(later, mid_rows, mid_rows)
     np.testing.assert_allclose(fresh_ideal, [0.3, 0.3, 0])  # without the state: the middle's ideal point
 
@@ -306,25 +309,68 @@ def test_the_carried_state_is_the_same_after_resume_and_in_batches(tmp_path, eli
         return dict(np.load(path))
 
     whole = state_after("whole", population=POP)
-    assert whole["selection_state"].shape == (6, 4) and np.all(np.isfinite(whole["selection_state"]))
+    assert {name: whole[name].shape for name in STATE_NAMES} == {"selection_state.ideal": (4,),
+                                                                 "selection_state.worst": (4,),
+                                                                 "selection_state.extremes": (4, 4)}
+    assert all(np.all(np.isfinite(whole[name])) for name in STATE_NAMES)
     half = tmp_path / "half.npz"
     model.evolve(POP, generations=4, callbacks=[evo.callbacks.Checkpoint(half, every=4)])
-    assert not np.array_equal(np.load(half)["selection_state"], whole["selection_state"])
+    assert not np.array_equal(np.load(half)["selection_state.ideal"], whole["selection_state.ideal"])
     resumed = state_after("resumed", resume_from=half)
     batched = state_after("batched", population=POP, batch_size=16)
     for other in (resumed, batched):
-        np.testing.assert_array_equal(other["selection_state"], whole["selection_state"])
+        for name in STATE_NAMES:
+            np.testing.assert_array_equal(other[name], whole[name])
         np.testing.assert_array_equal(other["population"], whole["population"])
 
 
-def test_a_checkpoint_without_the_selection_state_is_refused(tmp_path):
+STATE_NAMES = ("selection_state.ideal", "selection_state.worst", "selection_state.extremes")
+
+
+def test_the_state_is_nested_by_name_and_round_trips_a_checkpoint(tmp_path):
+    """NSGA3 carries ``nsga3.Normalization`` (ideal, worst, extremes), a checkpoint holds each part by name,
+    and a resumed run reads them back into the same structure: it continues as the whole run does."""
+    selection = evo.selection.NSGA3()
+    start = selection.initial_state(4)
+    assert isinstance(start, nsga3.Normalization) and start.extremes.shape == (4, 4)
+    assert {part.dtype for part in start} == {np.dtype(np.float32)}
+    model = nsga3_model(selection=selection)
+    path = tmp_path / "run.npz"
+    model.evolve(POP, generations=3, callbacks=[evo.callbacks.Checkpoint(path, every=3)])
+    saved = dict(np.load(path))
+    assert "selection_state" not in saved and set(STATE_NAMES) <= set(saved)
+    like = state_lib.State(*[None] * 5, tf.nest.map_structure(tf.constant, start))
+    back = state_lib.read(saved, like, ("selection",))["selection"]
+    assert isinstance(back, nsga3.Normalization)
+    for name, value in back._asdict().items():
+        np.testing.assert_array_equal(value.numpy(), saved[f"selection_state.{name}"])
+    assert same(model.evolve(generations=6, resume_from=path), model.evolve(POP, generations=6))
+
+
+def test_a_checkpoint_without_a_part_of_the_selection_state_is_refused(tmp_path):
     model = nsga3_model()
     path = tmp_path / "run.npz"
     model.evolve(POP, generations=2, callbacks=[evo.callbacks.Checkpoint(path, every=2)])
     saved = dict(np.load(path))
-    del saved["selection_state"]
+    del saved["selection_state.worst"]
     np.savez(path, **saved)
-    with pytest.raises(ValueError, match="no selection state"):
+    with pytest.raises(ValueError, match="holds no selection_state.worst .*start the run again"):
+        model.evolve(generations=4, resume_from=path)
+
+
+def test_a_checkpoint_of_the_old_packed_state_is_refused_saying_what_to_do(tmp_path):
+    """The engine once saved NSGA-III's state as one (M + 2, M) block, ``selection_state``: such a checkpoint
+    is refused with what to do, not misread."""
+    model = nsga3_model()
+    path = tmp_path / "run.npz"
+    model.evolve(POP, generations=2, callbacks=[evo.callbacks.Checkpoint(path, every=2)])
+    saved = dict(np.load(path))
+    parts = [saved.pop(name) for name in STATE_NAMES]
+    saved["selection_state"] = np.concatenate([parts[0][None], parts[1][None], parts[2]])  # the old layout
+    np.savez(path, **saved)
+    with pytest.raises(ValueError, match=r"holds selection_state as one array, as an older version of the engine "
+                                         r"saved it; this run reads it by name \(selection_state.ideal, "
+                                         r"selection_state.worst, selection_state.extremes\): start the run again"):
         model.evolve(generations=4, resume_from=path)
 
 

@@ -3,7 +3,8 @@
 On 2 and 4 virtual CPUs (a fresh process each: virtual devices are fixed when TensorFlow
 starts) both global selection and islands reach the OneMax optimum and repeat exactly
 with the same seed; checkpoint and resume, target and patience, callbacks' ``every`` work
-as on one device, exactly; one replica is the plain run bit for bit; strategies of 2, 4
+as on one device, exactly; NSGA3's nested state is checkpointed by name per replica and resumes
+exactly; one replica is the plain run bit for bit; strategies of 2, 4
 and 1 replicas follow each other in one process; two worker processes under
 MultiWorkerMirroredStrategy give the single-process result, resume a checkpoint into it,
 and leave no process behind; bad sharding and bad options raise clear errors. Small
@@ -50,6 +51,8 @@ def virtual_device_report(replicas: int, mode: str) -> dict:
     one = distribute.make_strategy("mirrored", cpus[:1])
     for how in sharding.DISTRIBUTIONS if replicas == 2 else ["islands"]:
         out["one replica"][how] = one_replica_report(model, one, how, with_target=replicas == 2)
+    if replicas == 2:
+        out["nsga3"] = {how: nsga3_report(strategy, how) for how in sharding.DISTRIBUTIONS}
     try:
         model.evolve(evo.population.random_integers((INDIVIDUALS - 1, LENGTH), 0, 2), generations=1,
                      strategy=strategy)
@@ -123,6 +126,27 @@ def one_replica_report(model, strategy, how, with_target: bool) -> dict:
                                                model.evolve(pop, generations=GENERATIONS, callbacks=[stop],
                                                             strategy=strategy, **opts))
     return out
+
+
+def nsga3_report(strategy, how) -> dict:
+    """NSGA3 carries a nested state (``nsga3.Normalization``) on every replica: a checkpoint holds it by name,
+    stacked per replica, and resumes into the uninterrupted run."""
+    import tempfile
+
+    from course_lib.problems import dtlz
+
+    problem = dtlz.dtlz(2, 3, distance_variables=4, partitions=6)
+    model = dtlz.model(problem, evo.selection.NSGA3(), mode="graph", seed=2)
+    pop = dtlz.start(problem, 32, seed=1)
+    opts = {"strategy": strategy, "distribution": how, "migration_interval": 3}
+    whole = model.evolve(pop, generations=8, **opts)
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/run.npz"
+        model.evolve(pop, generations=4, callbacks=[evo.callbacks.Checkpoint(path, every=4)], **opts)
+        with np.load(path) as saved:
+            shapes = {name: list(saved[name].shape) for name in saved.files if "selection_state" in name}
+        resumed = model.evolve(generations=8, resume_from=path, **opts)
+    return {"shapes": shapes, "resumed == whole": same(resumed, whole)}
 
 
 def _in_fresh_process(call: str) -> dict:
@@ -210,6 +234,15 @@ def test_every_engine_feature_works_under_multi_worker_mirrored_strategy(workers
     assert first["engine"] == second["engine"]  # both workers hold the whole result
     for how in sharding.DISTRIBUTIONS:
         check_engine_facts(first["engine"][how])
+
+
+@pytest.mark.parametrize("how", sharding.DISTRIBUTIONS)
+def test_a_nested_selection_state_is_saved_by_name_per_replica_and_resumes(two, how):
+    facts = two["nsga3"][how]
+    assert facts["shapes"] == {"selection_state.ideal": [3], "selection_state.worst": [3],
+                               "selection_state.extremes": [3, 3], "replica_selection_state.ideal": [2, 3],
+                               "replica_selection_state.worst": [2, 3], "replica_selection_state.extremes": [2, 3, 3]}
+    assert facts["resumed == whole"]
 
 
 @pytest.mark.parametrize("how", sharding.DISTRIBUTIONS)

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from course_lib import devices, evo, processes
 from course_lib.evo import fusion, rng
+from course_lib.evo.selection import Pool
 
 LENGTH = 16
 
@@ -88,7 +89,7 @@ def test_selections_treat_nan_as_minus_infinity_also_under_xla(selection):
     parents = np.arange(10) < 5 if selection.pool == "both" else None
 
     def choose(fit, key):  # Elitist's top_k leaves its order to the kernel: compare it as a set
-        picks = selection.choose(fit, 1.0, key, 7, parents)
+        picks = selection.survivors(Pool(fit, 1.0, key, parents), 7, ())[0]
         return tf.sort(picks) if isinstance(selection, evo.selection.Elitist) else picks
 
     with_nan = tf.constant(scores, tf.float32)
@@ -105,7 +106,7 @@ def test_selections_treat_nan_as_minus_infinity_also_under_xla(selection):
 def pick_counts(selection, m=10, n=20000):
     """How often each rank (0 = worst) is picked from a pool of ``m`` distinct scores."""
     score = tf.constant(np.random.default_rng(0).permutation(m), tf.float32)  # rank of each pool row
-    idx = selection.choose(score, 1.0, rng.key(3), n)
+    idx, _ = selection.survivors(Pool(score, 1.0, rng.key(3)), n, ())
     return np.bincount(score.numpy()[idx.numpy()].astype(int), minlength=m), n
 
 
@@ -132,10 +133,35 @@ def test_rank_pressure_matches_its_expected_values(pressure):
 def test_elitism_puts_the_best_parents_first():
     fit = tf.constant([5, 9, 1, 7, 0, 8, 2, 3], tf.float32)  # 4 parents, then 4 children
     parents = np.arange(8) < 4
-    picks = evo.selection.Tournament(size=2, elitism=2).choose(fit, 1.0, rng.key(0), 4, parents).numpy()
-    assert sorted(picks[:2].tolist()) == [1, 3] and (picks[2:] >= 4).all()
-    minimised = evo.selection.Rank(elitism=1).choose(fit, -1.0, rng.key(0), 4, parents).numpy()
-    assert minimised[0] == 2 and (minimised[1:] >= 4).all()
+    picks, _ = evo.selection.Tournament(size=2, elitism=2).survivors(Pool(fit, 1.0, rng.key(0), parents), 4, ())
+    assert sorted(picks.numpy()[:2].tolist()) == [1, 3] and (picks.numpy()[2:] >= 4).all()
+    minimised, _ = evo.selection.Rank(elitism=1).survivors(Pool(fit, -1.0, rng.key(0), parents), 4, ())
+    assert minimised.numpy()[0] == 2 and (minimised.numpy()[1:] >= 4).all()
+
+
+class Truncation(evo.selection.Selection):
+    """A user's selection as docs/engine.md teaches it: ``select`` only, each slot a child drawn from the best
+    half of the candidates."""
+
+    def select(self, score, key, n):
+        best = tf.math.top_k(score, k=max(1, score.shape[0] // 2)).indices
+        return tf.gather(best, rng.integers(key, rng.Rows.all(n), (), best.shape[0]))
+
+
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+def test_a_selection_that_defines_only_select_gets_elitism_from_the_base(mode):
+    fit = tf.constant([5, 9, 1, 7, 0, 8, 2, 3], tf.float32)  # 4 parents, then 4 children
+    picks, state = Truncation(elitism=2).survivors(Pool(fit, 1.0, rng.key(0), np.arange(8) < 4), 4, ())
+    assert sorted(picks.numpy()[:2].tolist()) == [1, 3] and set(picks.numpy()[2:].tolist()) <= {5, 7}
+    assert state == () and Truncation().initial_state(1) == ()
+
+    def ones(p):
+        return tf.reduce_sum(tf.cast(p, tf.float32), axis=1)
+
+    model = onemax_model(ones, mode, Truncation(elitism=2), rate=0.25, length=32)
+    result = model.evolve(bits(32, 32), generations=30)
+    assert never_decreases(result.history["best"])  # the 2 best parents are kept every generation
+    assert "the 2 best parents" in str(model.plan())
 
 
 def never_decreases(history):

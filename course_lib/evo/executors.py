@@ -25,7 +25,7 @@ import tensorflow as tf
 from course_lib.evo import bitpack, distinct, fastmath, fusion, knobs, pareto, rng
 from course_lib.evo import state as state_lib
 from course_lib.evo.rng import Rows
-from course_lib.evo.selection import score
+from course_lib.evo.selection import Pool, score
 from course_lib.evo.state import State
 
 # autograph=False: the code is explicit tf.while_loop, with no Python control flow to convert
@@ -193,19 +193,19 @@ class Generation:
             return tf.concat([pop, children], 0), tf.concat([fit, child_fit], 0)
         return children, child_fit
 
-    def select(self, pool, pool_fit, key, carried: tf.Tensor, blocks: int = 1) -> tuple[tf.Tensor, tf.Tensor]:
+    def select(self, pool, pool_fit, key, carried, blocks: int = 1) -> tuple[tf.Tensor, Any]:
         """(pool rows of the next population of ``blocks x rows`` individuals, the selection's next
         state after ``carried``); the pool is ``blocks`` pools of this shape one after the other (one
         per replica). Its genomes reach a selection that reads them (``Selection.reads_genomes``)."""
         selection = self.model.selection
-        parents = np.tile(np.arange(self.rows * self.factor) < self.rows, blocks)
-        return selection.choose_with_state(pool_fit, self.signs, rng.fold_in(key, 0), self.rows * blocks,
-                                           parents if selection.pool == "both" else None, carried,
-                                           genomes=self.unpack(pool) if selection.reads_genomes else None)
+        parents = np.tile(np.arange(self.rows * self.factor) < self.rows, blocks) if selection.pool == "both" else None
+        genomes = self.unpack(pool) if selection.reads_genomes else None
+        return selection.survivors(Pool(pool_fit, self.signs, rng.fold_in(key, 0), parents, genomes),
+                                   self.rows * blocks, carried)
 
-    def initial_selection(self) -> tf.Tensor:
-        """The selection's state before the first generation."""
-        return tf.constant(self.model.selection.initial_state(self.model.fitness.objectives), tf.float32)
+    def initial_selection(self) -> Any:
+        """The selection's state before the first generation (``Selection.initial_state``), as tensors."""
+        return tf.nest.map_structure(tf.constant, self.model.selection.initial_state(self.model.fitness.objectives))
 
     def start(self, genes: tf.Tensor) -> State:
         """The first state of stored genes: scored, best so far = the best of them."""

@@ -110,6 +110,7 @@ class Model:
             raise TypeError(f"selection must be an evo.selection.Selection (e.g. Tournament(size=2)), "
                             f"got {type(selection).__name__}")
         selection.check_fitness(fit)
+        selection.check_genomes(self.input.spec)
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         rng.key(seed)  # validates
@@ -240,6 +241,7 @@ class Model:
             node.op.check(*[t.spec for t in node.inputs])
         self.fitness.check(self.input.spec)
         self.selection.check_fitness(self.fitness)
+        self.selection.check_genomes(self.input.spec)
 
     def program(self, key: tuple, build, knobs_constant: bool = False):
         """The compiled program for ``key`` and the parts as they are now, built once per ``compile`` (so a

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -138,18 +139,26 @@ def _solve(a: tf.Tensor, b: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return work[:, m] / tf.where(tf.equal(diag, 0.0), tf.ones_like(diag), diag), singular
 
 
-def initial_state(objectives: int) -> np.ndarray:
-    """float32 (M + 2, M): the normalization's state before any generation: the ideal point so far
-    (row 0, +inf), the worst point so far (row 1, -inf) and the M extreme points (rows 2.., +inf: none
-    yet, so the first pool's rows are the only candidates)."""
+class Normalization(NamedTuple):
+    """The normalization's state, carried from one generation to the next (``NSGA3``'s selection state):
+    float32, by name, so that a checkpoint holds each part under its own name and checks its shape."""
+
+    ideal: Any  # (M,): the least value of each objective so far
+    worst: Any  # (M,): the largest value of each objective so far
+    extremes: Any  # (M, M): the extreme point of each axis, one row per axis
+
+
+def initial_state(objectives: int) -> Normalization:
+    """The normalization's state before any generation: the ideal point +inf, the worst point -inf and the
+    extreme points +inf (none yet, so the first pool's rows are the only candidates); float32 NumPy."""
     m = objectives
-    return np.concatenate([np.full((1, m), np.inf), np.full((1, m), -np.inf), np.full((m, m), np.inf)]).astype(
-        np.float32)
+    return Normalization(np.full(m, np.inf, np.float32), np.full(m, -np.inf, np.float32),
+                         np.full((m, m), np.inf, np.float32))
 
 
-def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor, state: tf.Tensor | None = None
-              ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-    """(normalized objectives (P, M), ideal point (M,), scale (M,), next state (M + 2, M)) of minimise-space
+def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor, state: Normalization | None = None
+              ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, Normalization]:
+    """(normalized objectives (P, M), ideal point (M,), scale (M,), next ``Normalization``) of minimise-space
     ``g`` (P, M), after Blank, Deb and Roy (2019).
 
     ``rows`` (bool (P,)) are the pool's rows that count (the feasible ones), ``first`` (bool (P,)) those of
@@ -163,13 +172,13 @@ def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor, state: tf.Tensor 
     a range is still ``INTERCEPT_FLOOR`` or less, the pool's worst. Each objective is scaled by its range.
     """
     m = g.shape[1]
-    state = tf.constant(initial_state(m)) if state is None else state
+    state = initial_state(m) if state is None else state
     inf = tf.constant(np.inf, tf.float32)
-    ideal = tf.minimum(state[0], tf.reduce_min(tf.where(rows[:, None], g, inf), axis=0))
+    ideal = tf.minimum(state.ideal, tf.reduce_min(tf.where(rows[:, None], g, inf), axis=0))
     worst_pool = tf.reduce_max(tf.where(rows[:, None], g, -inf), axis=0)
-    worst = tf.maximum(state[1], worst_pool)
+    worst = tf.maximum(state.worst, worst_pool)
     # candidates: the previous extreme points first (they win ties), then the first front's rows
-    candidates = tf.concat([state[2:], g], 0)
+    candidates = tf.concat([state.extremes, g], 0)
     allowed = tf.concat([tf.ones([m], tf.bool), first], 0)
     t = candidates - ideal
     t = tf.where(t < EXTREME_SNAP, tf.zeros_like(t), t)
@@ -188,7 +197,7 @@ def normalize(g: tf.Tensor, rows: tf.Tensor, first: tf.Tensor, state: tf.Tensor 
     nadir = tf.where(nadir - tf.cast(ideal, tf.float64) <= INTERCEPT_FLOOR, tf.cast(worst_pool, tf.float64), nadir)
     scale = tf.cast(nadir - tf.cast(ideal, tf.float64), tf.float32)
     scale = tf.where(tf.equal(scale, 0.0), ZERO_RANGE, scale)
-    return (g - ideal) / scale, ideal, scale, tf.concat([ideal[None], worst[None], extreme], 0)
+    return (g - ideal) / scale, ideal, scale, Normalization(ideal, worst, extreme)
 
 
 def associate(f: tf.Tensor, directions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -244,11 +253,11 @@ def duplicates(g: tf.Tensor, v: tf.Tensor) -> tf.Tensor:
 def survivors(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray) -> tf.Tensor:
     """int32 (n,): the pool rows NSGA-III keeps of engine values (P, M + 1) in one generation with no
     history (``initial_state``); see ``survivors_and_state``."""
-    return survivors_and_state(values, signs, key, n, directions, tf.constant(initial_state(len(signs))))[0]
+    return survivors_and_state(values, signs, key, n, directions, initial_state(len(signs)))[0]
 
 
-def survivors_and_state(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray, state: tf.Tensor,
-                        eliminate_duplicates: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+def survivors_and_state(values: tf.Tensor, signs, key: tf.Tensor, n: int, directions: np.ndarray,
+                        state: Normalization, eliminate_duplicates: bool = False) -> tuple[tf.Tensor, Normalization]:
     """(int32 (n,) the pool rows NSGA-III keeps of engine values (P, M + 1), the normalization's next state)
     (see the module's docstring): the whole fronts first (by front), then the picks of the cut front in
     pick order. ``state`` is the normalization's (``initial_state``, then what the previous generation

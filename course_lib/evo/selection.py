@@ -4,9 +4,16 @@ A selection maps scores (fitness signed so that higher is better, see ``score``)
 indices into its pool: the children (Tournament, Rank) or parents and children
 together (Elitist, mu + lambda; or any selection with ``elitism``). It returns indices,
 not genomes, so the same code selects packed and unpacked populations.
+
+The engine makes one call, ``Selection.survivors(pool, n, state)``: the ``Pool`` (fitness, the
+key, which rows are parents, the genomes when the selection reads them) and the state the
+selection carried from the previous generation (``initial_state`` before the first), a tf.nest
+structure that the run checkpoints by name.
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -33,6 +40,16 @@ def score(fitness: tf.Tensor, sign: float) -> tf.Tensor:
     return tf.where(tf.math.is_nan(s), tf.constant(-np.inf, tf.float32), s)
 
 
+class Pool(NamedTuple):
+    """What a selection chooses from, as the engine hands it over (``Selection.survivors``)."""
+
+    fitness: tf.Tensor  # (P,), or (P, M + 1) for a MultiObjective fitness
+    signs: Any  # 1.0 to maximise, -1.0 to minimise; a tuple, one per objective, for a MultiObjective fitness
+    key: tf.Tensor  # the selection's key for this generation
+    parents: np.ndarray | None = None  # bool (P,): the parents' rows, when the pool holds them (``pool`` "both")
+    genomes: tf.Tensor | None = None  # the pool's genomes, unpacked, when the selection reads them (``reads_genomes``)
+
+
 def _whole(minimum: int):
     """A ``Checked`` attribute's check: a whole number >= ``minimum``, named "<Class> <attribute>"."""
     return lambda owner, value, name: whole(f"{owner} {name}", value, minimum)
@@ -44,12 +61,16 @@ class Selection(Configurable):
     ``elitism=k`` copies the k best parents into the next population unchanged and fills
     the other slots by this selection from the children, so the best is never lost.
 
+    The engine calls ``survivors(pool, n, state)``; a subclass defines ``select(score, key, n)``, and
+    overrides ``survivors`` instead when it ranks the whole pool at once, reads the genomes
+    (``reads_genomes``) or carries a state from one generation to the next (``initial_state``).
+
     Parameters can be set in place after ``compile`` (``selection.elitism = 2``): they are checked
     when set, and the next run compiles with them (``Model.program``).
     """
 
     elitism = Checked(_whole(0))
-    reads_genomes = False  # whether ``choose_with_state`` needs the pool's genomes, not only their fitness
+    reads_genomes = False  # whether ``survivors`` needs the pool's genomes (``Pool.genomes``), not only their fitness
 
     def __init__(self, elitism: int = 0):
         self.elitism = elitism
@@ -73,37 +94,27 @@ class Selection(Configurable):
         """int32 (n,): indices into the scores (higher score is better)."""
         raise NotImplementedError
 
-    def choose(self, fitness: tf.Tensor, sign: float, key: tf.Tensor, n: int,
-               parents: np.ndarray | None = None) -> tf.Tensor:
-        """int32 (n,): the pool rows that form the next population.
+    def initial_state(self, objectives: int) -> Any:
+        """What this selection carries from one generation to the next before the first: a tf.nest structure
+        of NumPy arrays (a NamedTuple or dict names its parts in a checkpoint); most carry nothing, ()."""
+        return ()
 
-        ``parents`` (a bool NumPy mask over the pool) marks the parents' rows when the
-        pool holds them; with ``elitism`` the best of those come first and the rest are
-        selected from the other rows.
-        """
-        s = score(fitness, sign)
+    def survivors(self, pool: Pool, n: int, state: Any) -> tuple[tf.Tensor, Any]:
+        """(int32 (n,) the pool rows that form the next population, the state carried to the next generation):
+        the one call the engine makes. ``state`` is what the previous generation returned (``initial_state``
+        before the first). Here: with ``elitism`` the best parents first, the other slots by ``select`` from
+        the children, else every slot by ``select`` from the pool; the state passes through."""
+        s = score(pool.fitness, pool.signs)
         if not self.elitism:
-            return self.select(s, key, n)
-        if parents is None:
-            raise ValueError(f"{type(self).__name__} with elitism needs the parents' rows of the pool: pass parents=, "
-                             "a bool mask over the pool")
-        parent_rows = tf.constant(np.flatnonzero(parents), tf.int32)
-        child_rows = tf.constant(np.flatnonzero(~parents), tf.int32)
+            return self.select(s, pool.key, n), state
+        if pool.parents is None:
+            raise ValueError(f"{type(self).__name__} with elitism needs the parents' rows of the pool: pass "
+                             "Pool(parents=...), a bool mask over the pool")
+        parent_rows = tf.constant(np.flatnonzero(pool.parents), tf.int32)
+        child_rows = tf.constant(np.flatnonzero(~pool.parents), tf.int32)
         elite = tf.gather(parent_rows, tf.math.top_k(tf.gather(s, parent_rows), k=self.elitism).indices)
-        rest = self.select(tf.gather(s, child_rows), key, n - self.elitism)
-        return tf.concat([elite, tf.gather(child_rows, rest)], 0)
-
-    def initial_state(self, objectives: int) -> np.ndarray:
-        """float32 array: what this selection carries from one generation to the next before the first
-        (checkpointed and resumed with the run); most selections carry nothing, shape (0,)."""
-        return np.zeros((0,), np.float32)
-
-    def choose_with_state(self, fitness: tf.Tensor, sign, key: tf.Tensor, n: int, parents: np.ndarray | None,
-                          state: tf.Tensor, genomes: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
-        """(``choose``'s rows, the state carried to the next generation): what the engine calls; a
-        selection that carries a state (``initial_state``) or reads the pool's ``genomes`` (``reads_genomes``)
-        overrides it."""
-        return self.choose(fitness, sign, key, n, parents), state
+        rest = self.select(tf.gather(s, child_rows), pool.key, n - self.elitism)
+        return tf.concat([elite, tf.gather(child_rows, rest)], 0), state
 
     def check(self, pool_size: int, n: int) -> None:
         """Raise a clear error if this selection cannot pick ``n`` from a pool of ``pool_size``
@@ -118,6 +129,10 @@ class Selection(Configurable):
         if fitness.objectives > 1:
             raise ValueError(f"{self!r} ranks one objective, but {fitness!r} has {fitness.objectives}; use "
                              "evo.selection.NSGA2() (non-dominated front, then crowding distance)")
+
+    def check_genomes(self, spec) -> None:
+        """Raise a clear error if this selection cannot read genomes of ``spec`` (the model's Input, a
+        ``GenomeSpec``): called by ``Model.compile``, so a mismatch is found before any run."""
 
     def check_candidates(self, candidates: int) -> None:
         """Raise a clear error if ``select`` cannot pick from ``candidates`` rows."""
@@ -191,9 +206,10 @@ class Clearing(Selection):
     and its near copies (the local search sends children of similar parents to neighbouring local optima),
     and then the crossover has nothing left to recombine.
 
-    Reads the pool's tours (``reads_genomes``): integer permutation genomes only. Costs O(P² L) per
-    generation for a pool of P tours of L cities (``tours.distance_bytes``), refused past ``max_bytes``:
-    meant for the small populations of a memetic GA (a pool of 64 tours of 1,000 cities: about 25 MB).
+    Reads the pool's tours (``reads_genomes``): integer permutation genomes only, checked at ``Model.compile``
+    (``check_genomes``). Costs O(P² L) per generation for a pool of P tours of L cities
+    (``tours.distance_bytes``), refused past ``max_bytes``: meant for the small populations of a memetic GA
+    (a pool of 64 tours of 1,000 cities: about 25 MB).
     The pass best first is sequential by definition (a winner depends on the winners before it): one
     ``tf.while_loop`` of P steps over (P,) flags, on every target.
     """
@@ -207,23 +223,22 @@ class Clearing(Selection):
         super().__init__(0)
         self.radius = radius
 
-    def choose(self, fitness, sign, key, n, parents=None):
-        raise ValueError(f"{self!r} chooses by the tours as well as their lengths: call "
-                         "choose_with_state(..., genomes=the pool's tours)")
+    def check_genomes(self, spec):
+        if not spec.dtype.is_integer or len(spec.shape) != 1:
+            raise ValueError(f"{self!r} compares tours edge by edge: it needs integer permutation genomes of one "
+                             f"axis, got genomes {spec}; for other genomes use Elitist(eliminate_duplicates=True)")
 
-    def choose_with_state(self, fitness, sign, key, n, parents, state, genomes=None):
-        if genomes is None or len(genomes.shape) != 2 or not genomes.dtype.is_integer:
-            got = "no genomes" if genomes is None else f"genomes of shape {genomes.shape}, {genomes.dtype.name}"
-            raise ValueError(f"{self!r} compares tours edge by edge: it needs integer permutation genomes "
-                             f"(N, L), got {got}; for other genomes use Elitist(eliminate_duplicates=True)")
-        m, length = genomes.shape
+    def survivors(self, pool, n, state):
+        if pool.genomes is None:
+            raise ValueError(f"{self!r} compares the pool's tours: pass them as Pool(genomes=...)")
+        m, length = pool.genomes.shape
         if distance_bytes(m, length) > self.max_bytes:
             raise ValueError(f"{self!r} compares every pair of a pool of {m} tours of {length} cities, which "
                              f"holds about {distance_bytes(m, length) / 2**20:,.3g} MiB at once, past its budget "
                              f"of {self.max_bytes / 2**20:,.3g} MiB: evolve a smaller population (the pool is "
                              "parents and children), or raise Clearing.max_bytes where the memory is there")
-        order = tf.argsort(-score(fitness, sign), stable=True)  # best first, ties to the earlier row
-        near = tf.gather(tf.gather(tour_distances(genomes) < self.radius, order), order, axis=1)
+        order = tf.argsort(-score(pool.fitness, pool.signs), stable=True)  # best first, ties to the earlier row
+        near = tf.gather(tf.gather(tour_distances(pool.genomes) < self.radius, order), order, axis=1)
 
         def visit(i, winner):  # the i-th best wins unless a winner before it is near
             return i + 1, tf.tensor_scatter_nd_update(winner, [[i]], [~tf.reduce_any(near[i] & winner)])
@@ -289,10 +304,11 @@ class NSGA2(Selection):
     def check_fitness(self, fitness):
         pass
 
-    def choose(self, fitness, sign, key, n, parents=None):
-        if len(fitness.shape) == 1:
-            fitness, sign = tf.stack([fitness, tf.zeros_like(fitness)], 1), (sign,)
-        return pareto.order(fitness, sign, until=n)[:n]
+    def survivors(self, pool, n, state):
+        fitness, signs = pool.fitness, pool.signs
+        if len(fitness.shape) == 1:  # one objective, feasible: Deb's rules order by the objective
+            fitness, signs = tf.stack([fitness, tf.zeros_like(fitness)], 1), (signs,)
+        return pareto.order(fitness, signs, until=n)[:n], state
 
 
 class NSGA3(Selection):
@@ -360,15 +376,11 @@ class NSGA3(Selection):
     def initial_state(self, objectives):
         return nsga3.initial_state(objectives)
 
-    def choose(self, fitness, sign, key, n, parents=None):
-        """One generation's survivors with no carried state (``nsga3.initial_state``)."""
-        return self.choose_with_state(fitness, sign, key, n, parents, tf.constant(nsga3.initial_state(len(sign))))[0]
-
-    def choose_with_state(self, fitness, sign, key, n, parents, state, genomes=None):
-        if len(fitness.shape) != 2 or not isinstance(sign, tuple) or len(sign) < 2:
+    def survivors(self, pool, n, state):
+        if len(pool.fitness.shape) != 2 or not isinstance(pool.signs, tuple) or len(pool.signs) < 2:
             raise ValueError("NSGA3 needs a MultiObjective fitness with two or more objectives")
-        return nsga3.survivors_and_state(fitness, sign, key, n, self.directions_for(len(sign), n), state,
-                                         self.eliminate_duplicates)
+        return nsga3.survivors_and_state(pool.fitness, pool.signs, pool.key, n,
+                                         self.directions_for(len(pool.signs), n), state, self.eliminate_duplicates)
 
     def config(self):
         out = {"partitions": self.partitions,

@@ -464,8 +464,11 @@ class ReplicatedProgram:
                                self.gen.initial_selection())
         carried = [state_lib.read(saved, like, replica=r) for r in range(self.replicas)]
         best = self.gen.stored(tf.stack([c["best"] for c in carried]))
-        saved_state = self._distribute(lambda r: {field: tf.identity(best[r] if field == "best" else value)
-                                                  for field, value in carried[r].items()})
+
+        def fields(r):  # replica r's carried fields, its best stored as the state holds genes
+            return {**tf.nest.map_structure(tf.identity, carried[r]), "best": tf.identity(best[r])}
+
+        saved_state = self._distribute(fields)
         return self.strategy.run(lambda s, fields: s._replace(**fields), args=(state, saved_state))
 
     def run(self, state, generation: int, count: int, target, patience):
@@ -478,17 +481,13 @@ class ReplicatedProgram:
     def arrays(self, state) -> dict:
         """The run's fields (``state.arrays``: the whole population, the best replica's best) and each
         replica's carried fields (``state.per_replica``)."""
-        initial = self.gen.initial_selection()  # an empty state is not fetched: collectives of no data can crash
-        fields = [f for f in state_lib.State._fields if f != "selection" or initial.shape.num_elements()]
-        fetched = dict(zip(fields, self.fetch(*(getattr(state, f) for f in fields))))
-        fetched.setdefault("selection", np.zeros((self.replicas, *initial.shape), np.float32))
-        stacked = state_lib.State(**fetched)
+        stacked = tf.nest.pack_sequence_as(state, self.fetch(*tf.nest.flatten(state)))
         stacked = stacked._replace(best=self.gen.unpack(tf.constant(stacked.best)).numpy())
         r, run_stale = best_of_replicas(stacked.best_fitness, stacked.stale, self.gen.sign)
         pop, fit = stacked.population, stacked.fitness
         whole_run = state_lib.State(self.gen.unpack(tf.constant(pop.reshape(-1, *pop.shape[2:]))).numpy(),
                                     fit.reshape(-1, *fit.shape[2:]), stacked.best[r], stacked.best_fitness[r],
-                                    np.int32(run_stale), stacked.selection[r])
+                                    np.int32(run_stale), tf.nest.map_structure(lambda v: v[r], stacked.selection))
         return {**state_lib.arrays(whole_run), **state_lib.per_replica(stacked)}
 
 

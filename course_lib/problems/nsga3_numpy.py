@@ -42,20 +42,20 @@ class Selected:
     distance: np.ndarray
     niche: np.ndarray
     last: int
-    state: np.ndarray
+    state: nsga3.Normalization
 
 
-def normalize(f: np.ndarray, rows: np.ndarray, first: np.ndarray, state: np.ndarray | None = None):
+def normalize(f: np.ndarray, rows: np.ndarray, first: np.ndarray, state: nsga3.Normalization | None = None):
     """(translated and scaled f, ideal point, scale, next state) as in ``evo.nsga3.normalize`` (Blank, Deb
     and Roy 2019): ideal and worst points over the run, the extreme points chosen from the previous ones and
     this first front, the nadir point from their hyperplane, else the front's worst, else the pool's."""
     m = f.shape[1]
     state = nsga3.initial_state(m) if state is None else state
-    state = np.asarray(state, np.float64)
-    ideal = np.minimum(state[0], f[rows].min(axis=0))
+    state = nsga3.Normalization(*(np.asarray(part, np.float64) for part in state))
+    ideal = np.minimum(state.ideal, f[rows].min(axis=0))
     worst_pool = f[rows].max(axis=0)
-    worst = np.maximum(state[1], worst_pool)
-    candidates = np.concatenate([state[2:], f[first]])  # the previous extreme points first: they win ties
+    worst = np.maximum(state.worst, worst_pool)
+    candidates = np.concatenate([state.extremes, f[first]])  # the previous extreme points first: they win ties
     t = candidates - ideal
     t[t < EXTREME_SNAP] = 0.0
     weights = np.full((m, m), ASF_EPSILON) + np.eye(m) * (1 - ASF_EPSILON)
@@ -76,7 +76,7 @@ def normalize(f: np.ndarray, rows: np.ndarray, first: np.ndarray, state: np.ndar
     nadir = np.where(nadir - ideal <= INTERCEPT_FLOOR, worst_pool, nadir)
     scale = (nadir - ideal).astype(np.float32).astype(np.float64)  # as the engine's float32 scale
     scale = np.where(scale == 0, ZERO_RANGE, scale)
-    return (f - ideal) / scale, ideal, scale, np.concatenate([ideal[None], worst[None], extreme])
+    return (f - ideal) / scale, ideal, scale, nsga3.Normalization(ideal, worst, extreme)
 
 
 def associate(f: np.ndarray, directions: np.ndarray):
@@ -91,7 +91,7 @@ def associate(f: np.ndarray, directions: np.ndarray):
 
 
 def survivors(f: np.ndarray, violation: np.ndarray, n: int, directions: np.ndarray, words: np.ndarray,
-              state: np.ndarray | None = None, eliminate_duplicates: bool = False) -> Selected:
+              state: nsga3.Normalization | None = None, eliminate_duplicates: bool = False) -> Selected:
     """The ``n`` rows NSGA-III keeps of minimised objectives ``f`` (P, M) under ``violation`` (P,)
     (0: feasible; NaN or a non-finite objective: infeasible at +inf), tie-broken by ``words`` (P, 2), with
     the normalization's ``state`` (``evo.nsga3.initial_state`` when None); ``eliminate_duplicates``: a row
