@@ -60,8 +60,11 @@ def export_problem(outdir: str, name: str, length: int, n: int, make_model) -> d
     base = os.path.join(outdir, f"{name}_{n}")
     meta = {"problem": name, "n": n, "length": length, "packed": packed, "generations": GENERATIONS,
             "target_shape": "gpu", "io": None}
-    meta["start"] = export(prog._start, (tf.TensorSpec(shape, genes.dtype),), base + "_start")
-    state = evo.inspect.State(*[tf.TensorSpec(s[0], s[1]) for s in meta["start"]["outputs"]])
+    start = (tf.TensorSpec(shape, genes.dtype),)
+    meta["start"] = export(prog._start, start, base + "_start")
+    # run takes the state start returns: an evo.inspect.State whose selection part may be any structure
+    state = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype),
+                                  prog._start.get_concrete_function(*start).structured_outputs)
     scalar = [tf.TensorSpec((), d) for d in (tf.int32, tf.int32, tf.float32, tf.int32)]
     meta["run"] = export(prog._run, (state, *scalar), base + "_run")
     limit, patience = evo.inspect.no_limits(prog.gen.sign)
