@@ -413,8 +413,13 @@ _NUMBER = re.compile(r"[-+−]?\d[\d,.]*(?:e[-+]?\d+)?")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_(\"'])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # a sentence that says the run could not tell: whatever a re-run finds, it contradicts nothing
-_HEDGE = re.compile(r"too close to call|too few rounds|too small to call|no measurable|cannot (?:tell|say)|"
-                    r"could not (?:tell|say|measure)|cannot be told apart|could (?:measure|call)", re.IGNORECASE)
+_HEDGE = re.compile(r"too close\b|too few rounds|too small to call|no measurable|cannot (?:tell|say|test)|"
+                    r"could not (?:tell|say|measure)|cannot be told apart|could (?:measure|call)|"
+                    r"does not (?:call|show)|unsettled|none this machine could measure", re.IGNORECASE)
+# figures that run together ("from 3: 4, 5") and the plural a figure takes ("1 epoch", "2 epochs"): a re-run's
+# other count is not another claim
+_FIGURES = re.compile(r"#(?:[\s,:;–-]*#)*[\s,:;]*(?=$|[\s)])")
+_PLURAL = re.compile(r"(# \w{3,}?)s\b")
 
 
 def _sentences(text: str) -> list[str]:
@@ -425,7 +430,8 @@ def _sentences(text: str) -> list[str]:
         for sentence in _SENTENCE_BREAK.split(_LIST_MARK.sub("", line).strip()):
             if not re.search(r"[A-Za-z]{2}", sentence) or _verdicts_in_text(sentence):
                 continue
-            out.append(" ".join(_NUMBER.sub("#", sentence).split()))
+            masked = " ".join(_FIGURES.sub("# ", _NUMBER.sub("#", sentence)).split())
+            out.append(_PLURAL.sub(r"\1", re.sub(r"# (?=[),.;:])", "#", masked)))
     return out
 
 

@@ -329,6 +329,30 @@ def test_explanation_changes_count_changed_sentences_and_claims_that_replace_eac
     assert lectures._sentences_counted(first, second) == 2 + 1 + 1 + 2 + 1  # the union, cell by cell
 
 
+def test_a_figures_count_and_the_plural_it_takes_are_not_another_claim(tmp_path):
+    def lecture(name, text):
+        return _executed(tmp_path / name, [[_stdout(text + "\n")]])
+
+    first = lecture("a.ipynb", "Reached 85% after 0.8 s and 1 epoch. Steps from 3:")
+    second = lecture("b.ipynb", "Reached 85% after 1.2 s and 2 epochs. Steps from 3: 4, 5")
+    assert lectures.explanation_changes(first, second) == []
+    assert lectures.explanation_changes(first, lecture("c.ipynb", "Reached 85% after 1 s and 2 generations.")) != []
+
+
+@pytest.mark.parametrize("hedge", [
+    "The reload and the rest are too close in one profile to say which is larger.",
+    "This run does not call the gain, so it cannot test the profile's prediction.",
+    "This run does not show that waiting costs a call anything.",
+    "The medians shrank, a shrink that single overlapping steps leave unsettled.",
+    "There was none this machine could measure.",
+])
+def test_a_hedge_replaced_by_a_claim_contradicts_nothing(tmp_path, hedge):
+    first = _executed(tmp_path / "a.ipynb", [[_markdown(hedge)]])
+    second = _executed(tmp_path / "b.ipynb", [[_markdown("The reload is the larger part of the step.")]])
+    [change] = lectures.explanation_changes(first, second)
+    assert (change.changed, change.contradicted) == (1, 0)
+
+
 def test_run_twice_counts_the_explanations_too(tmp_path, monkeypatch):
     lecture = lectures.Lecture("00", "00_x", tmp_path / "00_x.ipynb")
     said = iter(["The rest shrank.", "The rest grew."])

@@ -108,8 +108,7 @@ class _EpochClock(keras.callbacks.Callback):
 def fit_curve(model: keras.Model, x_train, y_train, x_test, y_test, epochs: int = 20, batch_size: int = 32,
               learning_rate: float = 1e-2, name: str = "Keras fit (Adam)") -> Curve:
     """Train ``model`` with gradient descent, recording test accuracy after every epoch."""
-    curve = Curve(name, ("epoch (a forward and backward pass over the training set)",
-                        "epochs (each a forward and backward pass over the training set)"), [], [], [])
+    curve = Curve(name, ("epoch", "epochs"), [], [], [])
     model.compile(optimizer=keras.optimizers.Adam(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     start = time.perf_counter()
