@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from course_lib import bench, host, tables
+from course_lib.bench import rounds
 from course_lib.benchmarks import tsp as tsp_bench
 
 
@@ -84,12 +85,12 @@ def test_machine_names_cpu_cores_and_devices():
 
 
 def test_cores_are_those_this_process_may_use(monkeypatch):
-    monkeypatch.setattr(bench.os, "sched_getaffinity", lambda pid: {0}, raising=False)  # as under taskset -c 0
+    monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: {0}, raising=False)  # as under taskset -c 0
     assert host.usable_cores() == 1
     assert "(1 core, " in host.machine_summary({"cpu": "X", "cores": 1, "cpu_flags": ["avx2"]})
     assert "(4 cores)" in host.machine_summary({"cpu": "X", "cores": 4})
-    monkeypatch.delattr(bench.os, "sched_getaffinity")  # a system without affinity: the machine's count
-    assert host.usable_cores() == (bench.os.cpu_count() or 1)
+    monkeypatch.delattr(host.os, "sched_getaffinity")  # a system without affinity: the machine's count
+    assert host.usable_cores() == (host.os.cpu_count() or 1)
 
 
 def test_bad_input_gives_clear_errors():
@@ -326,7 +327,7 @@ def test_an_unsettled_ratio_gets_more_rounds_and_a_settled_one_does_not():
 
 
 def test_rounds_past_the_time_budget_stop_after_the_least_extra_blocks(monkeypatch):
-    monkeypatch.setattr(bench, "SETTLE_S", 0.0)  # every round now counts as over the budget
+    monkeypatch.setattr(rounds, "SETTLE_S", 0.0)  # every round now counts as over the budget
     cmp = _unsettled()
     assert cmp.call("b") == bench.TOO_CLOSE and len(cmp["b"].times_s) == bench.MORE_ROUNDS * 5
 
