@@ -162,6 +162,15 @@ def test_gains_credit_the_largest_called_step_from_one_run():
     assert "the largest single gain here: graph -> loop" in str(restructured.largest_gain())
 
 
+def test_the_table_reads_speedups_over_the_first_path_whatever_the_runs_were_judged_against():
+    judged = _comparison(20, eager=0.5, graph=0.025, loop=0.005)
+    judged.baseline = "graph"  # the quick path timed twice a round, as lecture 08 runs it
+    table = g2p.LatencyTable({20: judged})
+    assert table.reference == "eager"
+    assert [r["speedup"] for r in table.rows()] == ["1.0x", "20.0x", "100.0x"]
+    assert "speedup over eager" in repr(table)
+
+
 def test_a_change_too_close_to_call_is_never_listed_as_a_gain():
     table = g2p.LatencyTable({20: _comparison(20, noise=0.3, eager=0.5, graph=0.025, saved=0.02)})
     text = str(table.largest_gain())
