@@ -137,6 +137,18 @@ def test_every_or_opt_change_equals_the_change_of_each_move_scored_alone(problem
     np.testing.assert_allclose(every[valid], alone[valid], atol=1e-5)
 
 
+@pytest.mark.parametrize("moves", [1, 4, 32])
+def test_the_best_moves_searched_in_the_least_positions_are_those_of_every_move(problem, moves):
+    _, _, fitness = problem
+    op = attached(fitness, "OrOpt", steps=1, candidates=None, neighbours=5, segment=3, moves=moves)
+    # rounded to a few values, so that ties (broken by the lower index) are many; +inf where a move is invalid
+    delta = np.round(np.random.default_rng(3).normal(size=(6, N * 60)), 1).astype(np.float32)
+    delta[:, ::7] = np.inf
+    whole = tf.math.top_k(-tf.constant(delta), k=moves, sorted=True).indices.numpy()
+    np.testing.assert_array_equal(op._best(tf.constant(delta), group=60).numpy(), whole)
+    np.testing.assert_array_equal(op._best(tf.constant(delta)).numpy(), whole)
+
+
 def test_two_opt_scored_from_some_positions_equals_those_rows_of_every_move(problem):
     _, _, fitness = problem
     op = attached(fitness, "TwoOpt", steps=1, candidates=None, neighbours=5, moves=4)
