@@ -272,7 +272,7 @@ def test_lecture_00_widget_runs_in_lab(page, server):
     slider = widget.locator(".widget-slider")
     slider.locator(".noUi-handle").focus()
     page.keyboard.press("ArrowLeft")
-    expect(slider.locator(".widget-readout")).to_have_text("100000")
+    expect(slider.locator(".widget-readout")).to_have_text("1000000")
     widget.locator("button.widget-button", has_text="Run").click()
 
     expect(table.locator("tr")).to_have_count(4, timeout=60_000)  # header + three variants
@@ -284,7 +284,7 @@ def test_lecture_00_widget_runs_in_lab(page, server):
     assert chart.evaluate("img => img.naturalWidth") > 0
     # The kernel measured what the controls said.
     measured = page.evaluate(JS_KERNEL_PRINT, "print(widget.result.names, widget.result.params)")
-    assert measured.strip() == "['NumPy', 'TF eager', 'tf.function'] {'n': 100000}", measured
+    assert measured.strip() == "['NumPy', 'TF eager', 'tf.function'] {'n': 1000000}", measured
 
     widget.evaluate("box => box.scrollIntoView({block: 'start'})")
     page.mouse.move(0, 0)  # no hover highlight in the picture
