@@ -293,6 +293,9 @@ def test_python_profile_finds_the_data_reload(model, file_images):
     assert "course_lib.models.gan.fetch_real_batch_reloading" in names
     assert any(n.startswith("numpy.lib") for n in names)
     assert 0.0 < profile.share("load_dataset") < profile.share("step") <= 1.0
+    least, most = profile.share_range("fetch_real_batch_reloading")
+    assert len(profile.call_shares["course_lib.models.gan.fetch_real_batch_reloading"]) == 2
+    assert 0.0 < least <= most < 1.0
     with pytest.raises(KeyError, match="no function 'nothing'"):
         profile.share("nothing")
 
@@ -388,7 +391,7 @@ def test_the_profile_share_must_be_a_fraction():
     with pytest.raises(ValueError, match=r"share must be a fraction of the step in \[0, 1\), got 1.2"):
         G.reload_share_text(1.2)
     with pytest.raises(ValueError, match="share must be a fraction"):
-        G.amdahl_text(1.0, _batches(0.1, 0.2).comparison, "big", "small")
+        G.amdahl_text(1.0, (0.5, 0.5), _batches(0.1, 0.2).comparison, "big", "small")
 
 
 def _steps(reload_s, in_memory_s):
@@ -396,20 +399,33 @@ def _steps(reload_s, in_memory_s):
     return bench.Comparison(timings, baseline="reload", twin=_timing("A/A", *_rounds(reload_s, 3)))
 
 
-@pytest.mark.parametrize("share, gain, says", [
-    (0.5, 2.0, "The bound lies within the measured interval: the profile's share predicted the gain."),
-    (0.2, 2.0, "The bound lies below the measured interval: the profile understated the reload, which the measured "
-               "gain puts at about 50% of the unprofiled step."),
-    (0.8, 2.0, "The bound lies above the measured interval: the profile overstated the reload"),
-    (0.5, 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),
-    (0.02, 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),
-    (0.5, 0.5, "The step got slower without the reload, against the profile's prediction of a gain."),
+@pytest.mark.parametrize("share, call_range, gain, says", [
+    (0.5, (0.48, 0.52), 2.0, "The single steps' bounds meet the measured interval: the profile's share predicted "
+                             "the gain."),
+    # the whole profile's bound (1.67x) lies below the gain, but the largest single step's (2.08x) reaches it
+    (0.4, (0.35, 0.52), 2.0, "The single steps' bounds meet the measured interval"),
+    (0.2, (0.18, 0.25), 2.0, "Even the largest single step's bound lies below the measured interval: the profile "
+                             "understated the reload, which the measured gain puts at about 50% of the unprofiled "
+                             "step."),
+    (0.8, (0.75, 0.85), 2.0, "Even the least single step's bound lies above the measured interval: the profile "
+                             "overstated the reload"),
+    (0.5, (0.5, 0.5), 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),
+    (0.02, (0.01, 0.03), 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),
+    (0.5, (0.4, 0.6), 0.5, "The step got slower without the reload, against the profile's prediction of a gain."),
 ])
-def test_the_amdahl_prediction_is_tested_only_on_a_gain_the_run_calls(share, gain, says):
+def test_the_amdahl_prediction_is_tested_only_on_a_gain_the_run_calls(share, call_range, gain, says):
     steps = _steps(1.0, 1.0 / gain)
-    text = G.amdahl_text(share, steps, "in memory", "reload")
-    assert says in text and f"(Amdahl's law): **{1 / (1 - share):.2f}x** here." in text
-    assert ("predicted the gain" in text) == (steps.call("in memory", "reload") == "faster" and "within" in says)
+    text = G.amdahl_text(share, call_range, steps, "in memory", "reload")
+    low, high = (1 / (1 - s) for s in call_range)
+    assert says in text and f"(Amdahl's law): **{1 / (1 - share):.2f}x** here ({low:.2f}x to {high:.2f}x" in text
+    assert ("predicted the gain" in text) == (steps.call("in memory", "reload") == "faster" and "meet" in says)
+
+
+def test_the_amdahl_range_must_hold_the_profile_share():
+    with pytest.raises(ValueError, match="call_range must run from the least to the largest"):
+        G.amdahl_text(0.5, (0.6, 0.7), _steps(1.0, 0.5), "in memory", "reload")
+    with pytest.raises(ValueError, match=r"call_range must hold fractions of the step in \[0, 1\), got \(0.4, 1.0\)"):
+        G.amdahl_text(0.5, (0.4, 1.0), _steps(1.0, 0.5), "in memory", "reload")
 
 
 def test_the_remapper_line_is_explained_only_where_this_run_wrote_it():

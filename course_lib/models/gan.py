@@ -673,19 +673,28 @@ def reload_share_text(share: float) -> str:
             f"Python; the widget below measures it). {which}")
 
 
-def amdahl_text(share: float, steps: bench.Comparison, variant: str, over: str) -> str:
+def amdahl_text(share: float, call_range: tuple[float, float], steps: bench.Comparison, variant: str,
+                over: str) -> str:
     """The profile's bound on the gain of removing a part of ``share`` (Amdahl's law), set beside the
-    measured speedup of ``variant`` over ``over``. The prediction is tested only where the run calls the
-    gain: then it held where the bound lies within the gain's interval, and the profile under- or overstated
-    the part where it lies outside; a gain the run does not call leaves the prediction untested, and the
-    text says so."""
+    measured speedup of ``variant`` over ``over``. One profile has no interval, so the bound is read over
+    ``call_range``, the least and largest share of a single profiled step (``PythonProfile.share_range``).
+    The prediction is tested only where the run calls the gain: then it held where those bounds meet the
+    gain's interval, and the profile under- or overstated the part where even the nearest lies outside; a
+    gain the run does not call leaves the prediction untested, and the text says so."""
+    least, most = call_range
     if not 0 <= share < 1:
         raise ValueError(f"share must be a fraction of the step in [0, 1), got {share!r}")
-    bound = 1 / (1 - share)
+    if not (0 <= least < 1 and 0 <= most < 1):
+        raise ValueError(f"call_range must hold fractions of the step in [0, 1), got {call_range!r}")
+    if not least <= share <= most:
+        raise ValueError(f"call_range must run from the least to the largest single step's share and hold the "
+                         f"whole profile's share {share!r}; got {call_range!r}")
+    bound, low, high = (1 / (1 - s) for s in (share, least, most))
     gain, (lo, hi) = steps.speedup(variant, over), steps.interval(variant, over)
-    text = (f"The profile gave the reload **{share:.0%}** of the step. Removing a part that takes a share *s* can "
-            f"make the step at most 1 / (1 - *s*) faster, because the rest remains (Amdahl's law): **{bound:.2f}x** "
-            f"here. Measured: **{steps.judged(variant, over)}**. ")
+    text = (f"The profile gave the reload **{share:.0%}** of the step ({least:.0%} to {most:.0%} in single "
+            f"steps). Removing a part that takes a share *s* can make the step at most 1 / (1 - *s*) faster, "
+            f"because the rest remains (Amdahl's law): **{bound:.2f}x** here ({low:.2f}x to {high:.2f}x over "
+            f"the single steps). Measured: **{steps.judged(variant, over)}**. ")
     if not steps.enough_rounds(variant, over):
         return text + "With so few rounds this run cannot set the bound beside the gain."
     call = steps.call(variant, over)
@@ -693,10 +702,11 @@ def amdahl_text(share: float, steps: bench.Comparison, variant: str, over: str) 
         return text + "The step got slower without the reload, against the profile's prediction of a gain."
     if call != "faster":
         return text + "This run does not call the gain, so it cannot test the profile's prediction."
-    if lo <= bound <= hi:
-        return text + "The bound lies within the measured interval: the profile's share predicted the gain."
-    return text + (f"The bound lies {'below' if bound < lo else 'above'} the measured interval: the profile "
-                   f"{'understated' if gain > bound else 'overstated'} the reload, which the measured gain puts at "
+    if high >= lo and low <= hi:
+        return text + "The single steps' bounds meet the measured interval: the profile's share predicted the gain."
+    return text + (f"Even the {'largest' if high < lo else 'least'} single step's bound lies "
+                   f"{'below' if high < lo else 'above'} the measured interval: the profile "
+                   f"{'understated' if high < lo else 'overstated'} the reload, which the measured gain puts at "
                    f"about {1 - 1 / gain:.0%} of the unprofiled step. A profile is an estimate; the widget's timing "
                    "is the measurement.")
 
@@ -748,19 +758,31 @@ def _module_of(filename: str) -> str:
 
 @dataclass
 class PythonProfile:
-    """Where a step's Python time went: the functions of interest by cumulative time."""
+    """Where a step's Python time went: the functions of interest by cumulative time, and each one's share
+    of every profiled step on its own (``call_shares``: one profile has no interval, but its steps differ)."""
 
     rows: list[dict]
     total_s: float
     calls: int
+    call_shares: dict[str, list[float]]
+
+    def _named(self, function: str) -> list[dict]:
+        rows = [r for r in self.rows if r["function"].rsplit(".", 1)[-1] == function]
+        if not rows:
+            raise KeyError(f"no function {function!r} in the profile; have: "
+                           f"{', '.join(r['function'] for r in self.rows)}")
+        return rows
 
     def share(self, function: str) -> float:
         """The largest share of the profiled time spent inside functions named ``function``."""
-        shares = [r["% of step"] / 100 for r in self.rows if r["function"].rsplit(".", 1)[-1] == function]
-        if not shares:
-            raise KeyError(f"no function {function!r} in the profile; have: "
-                           f"{', '.join(r['function'] for r in self.rows)}")
-        return max(shares)
+        return max(r["% of step"] / 100 for r in self._named(function))
+
+    def share_range(self, function: str) -> tuple[float, float]:
+        """The least and largest share of one profiled step spent inside ``function`` (the function of that
+        name with the largest share over all steps): how far the share moved from step to step."""
+        top = max(self._named(function), key=lambda r: r["% of step"])
+        shares = self.call_shares[top["function"]]
+        return min(shares), max(shares)
 
     def _repr_html_(self) -> str:
         return (tables.table(self.rows) + f"<p><small>cProfile over {self.calls} steps, "
@@ -774,29 +796,35 @@ class PythonProfile:
 def python_profile(step: Callable[[], object], calls: int = 5,
                    where: Sequence[str] = ("course_lib", "numpy.lib"),
                    min_percent: float = 0.5) -> PythonProfile:
-    """cProfile ``calls`` steps (after one unprofiled call) and keep the functions whose module starts
-    with one of ``where`` and that took at least ``min_percent`` of the time: the drill-down a line
-    profiler gave the study, one level per function."""
+    """cProfile ``calls`` steps (after one unprofiled call), each under a profiler of its own, and keep the
+    functions whose module starts with one of ``where`` and that took at least ``min_percent`` of the time:
+    the drill-down a line profiler gave the study, one level per function."""
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls!r}")
     bench.force(step())
-    # Built-in (C) functions are not rows here, and not tracking them keeps the Python frames right: from
-    # Python 3.12, cProfile's tracking of some C calls (TensorFlow's op dispatch) drops the frames above them.
-    profiler = cProfile.Profile(builtins=False)
-    profiler.enable()
+    profilers = []
     for _ in range(calls):
+        # Built-in (C) functions are not rows here, and not tracking them keeps the Python frames right: from
+        # Python 3.12, cProfile's tracking of some C calls (TensorFlow's op dispatch) drops the frames above them.
+        profiler = cProfile.Profile(builtins=False)
+        profiler.enable()
         bench.force(step())
-    profiler.disable()
-    stats = pstats.Stats(profiler)
+        profiler.disable()
+        profilers.append(profiler)
+    profiles = [pstats.Stats(p) for p in profilers]
+    stats = pstats.Stats(*profilers)
     total = stats.total_tt
-    rows = []
-    for (filename, _, func), (_, ncalls, _, cumulative, _) in stats.stats.items():
+    rows, call_shares = [], {}
+    for key, (_, ncalls, _, cumulative, _) in stats.stats.items():
+        filename, _, func = key
         module = _module_of(filename)
         if module.startswith(tuple(where)) and 100 * cumulative / total >= min_percent:
-            rows.append({"function": f"{module}.{func}", "calls": ncalls, "cumulative (s)": cumulative,
+            name = f"{module}.{func}"
+            rows.append({"function": name, "calls": ncalls, "cumulative (s)": cumulative,
                          "% of step": 100 * cumulative / total})
+            call_shares[name] = [p.stats[key][3] / p.total_tt if key in p.stats else 0.0 for p in profiles]
     rows.sort(key=lambda r: -r["cumulative (s)"])
-    return PythonProfile(rows, total, calls)
+    return PythonProfile(rows, total, calls, call_shares)
 
 
 def trace_steps(step: Callable[[], object], steps: int = 3, logdir: str | os.PathLike = TRACE_DIR) -> Trace:
