@@ -158,6 +158,32 @@ def matmul_reading(result, dispatch_s: float, timed: Mapping[str, Callable[[], A
         "all three alike.")
 
 
+def dispatch_gap_reading(result, dispatch_s: float, dispatches: int, graph: str = "tf.function",
+                         eager: str = "TF eager") -> str:
+    """Whether the gap between ``eager`` and ``graph`` in ``result`` is the ``dispatches`` eager dispatches the
+    graph removes (each ``dispatch_s``, measured), read from the ratio's interval: dispatch where even the
+    interval's widest gap stays within twice their cost, not dispatch where even its narrowest lies beyond."""
+    if not dispatch_s > 0:
+        raise ValueError(f"dispatch_s must be a measured time > 0 s, got {dispatch_s!r}")
+    graph_us, removed_us = result[graph].median_s * 1e6, dispatches * dispatch_s * 1e6
+    gap_us = result[eager].median_s * 1e6 - graph_us
+    # eager = graph x ratio, so the gap's range is graph x (ratio - 1) over the ratio's interval
+    gap_lo_us, gap_hi_us = (graph_us * (r - 1) for r in result.interval(graph, eager))
+    text = (f"Dispatching one operation from Python costs about {dispatch_s * 1e6:.0f} µs here (timed on 200 "
+            f"operations on a 16-element vector, as lecture 01 does). The gap between {eager} and {graph}: ")
+    cost = f"what the {dispatches} dispatches the graph removes cost ({removed_us:.0f} µs)"
+    if not result.apart(graph, eager):
+        return text + f"none this machine could measure; the {dispatches} dispatches the graph removes cost " \
+                      f"{removed_us:.0f} µs."
+    if gap_hi_us <= 2 * removed_us:
+        return text + f"{abs(gap_us):.0f} µs per call, about {cost}: here the difference is dispatch."
+    if gap_lo_us > 2 * removed_us:
+        return text + (f"{abs(gap_us) / 1e3:.2f} ms per call (at least {gap_lo_us / 1e3:.2f} ms by the interval), "
+                       f"more than twice {cost}, so most of it is not dispatch: see the mechanism below.")
+    return text + (f"{abs(gap_us) / 1e3:.2f} ms per call, and its interval reaches from below to above twice {cost}: "
+                   "whether dispatch accounts for most of it, this run cannot tell.")
+
+
 def conv_model(image_size: int = 28, classes: int = 10):
     """A small convolutional classifier (two convolutions, pooling, one dense layer)."""
     import keras

@@ -200,6 +200,62 @@ def call_counts(fn: Callable[[], object], calls: int = 3) -> dict[str, float]:
             "runtime entries": entries / calls}
 
 
+
+GENERATED = "generated ops, eager"  # the straight-line code every Keras model is read against
+
+
+def overhead_reading(result, counts: dict, share: dict, ops: dict, depth: int,
+                     again: Callable[[str, str], object], keras_models: tuple[str, ...]) -> list[str]:
+    """What lecture 09's eager variants did, one line each: the work (Python calls, ops per layer), the
+    trace's Python share, the time between the slowest and fastest Keras model, the generated code's calls
+    and Keras' share of a layer call.
+
+    ``result``: the widget's comparison; ``counts`` (``call_counts``), ``share`` ({"python", "eager"} of a
+    traced pass) and ``ops`` (ops per layer) by variant, ``GENERATED`` among them. A gap between the slowest
+    and fastest Keras model that the widget calls is timed ``again(fast, slow)`` (a comparison of the two in
+    turns) and called only where that holds too; the call counts then predict part of it."""
+    py_calls = [counts[n]["Python function calls"] for n in keras_models]
+    same_ops = all(ops[n] == ops[GENERATED] for n in keras_models)
+    lines = [f"Work: the three Keras models make Python calls within {max(py_calls) / min(py_calls) - 1:.1%} of "
+             "each other" + (", and every eager variant runs the same ops per layer." if same_ops else
+                             "; the ops per layer differ between variants (see the trace's lines).")]
+    low, high = min(share[n]["python"] for n in keras_models), max(share[n]["python"] for n in keras_models)
+    lines.append(f"Trace: Python took {low:.0%} to {high:.0%} of a traced Keras forward pass, against "
+                 f"{share[GENERATED]['python']:.0%} for the generated code.")
+    slow = max(keras_models, key=lambda n: result[n].median_s)
+    fast = min(keras_models, key=lambda n: result[n].median_s)
+    lines.append(_keras_gap(result, counts, share, slow, fast, again))
+    gen = counts[GENERATED]
+    lines.append(f"Generated ops: {gen['Python function calls'] / min(py_calls):.0%} of the Python calls of the "
+                 f"leanest Keras model, for the same {gen['runtime entries'] / depth:.0f} runtime entries per layer.")
+    lines += [f"Keras' share of an eager layer call in the {name.split(',')[0]} model: "
+              f"{1 - result[GENERATED].median_s / result[name].median_s:.0%}" for name in keras_models]
+    return lines
+
+
+def _keras_gap(result, counts, share, slow: str, fast: str, again) -> str:
+    first = result.speedup(fast, over=slow)
+    if not result.apart(slow, fast):
+        return (f"Time: timed in turns, the slowest and the fastest of the three show {result.uncalled(slow, fast)} "
+                f"({slow} {first:.2f}x as long as {fast}), as near-equal work predicts.")
+    retimed = again(fast, slow)
+    second = retimed.speedup(fast, over=slow)
+    if not (retimed.apart(slow, fast) and second > 1):
+        return (f"Time: {slow} took {first:.2f}x as long as {fast} in the widget, but {second:.2f}x when the two "
+                "were timed again in turns: the gap did not hold, so this run does not show the model style "
+                "costing time.")
+    extra = counts[slow]["Python function calls"] / counts[fast]["Python function calls"] - 1
+    head = (f"Time: {slow} took {first:.2f}x as long as {fast}, and {second:.2f}x when the two were timed again "
+            "in turns: a difference that holds. ")
+    if extra <= 0:
+        return head + (f"The counts point the other way ({slow} makes {-extra:.1%} fewer Python calls), so the gap "
+                       "is in what the calls cost, not how many, which a count cannot see.")
+    predicted = share[slow]["python"] * extra  # more calls of the same cost, on the Python share of a pass
+    return head + (f"The counts point the same way: {slow} makes {extra:.1%} more Python calls, which at its Python "
+                   f"share of {share[slow]['python']:.0%} predicts about {predicted:.1%} more time, "
+                   f"{predicted / (second - 1):.0%} of the {second - 1:.1%} measured; the rest is in what its calls "
+                   "cost, which a count cannot see.")
+
 # -- training, to show the three are real models -----------------------------------------------
 
 def toy_data(n: int = 256, width: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
