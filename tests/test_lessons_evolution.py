@@ -141,3 +141,20 @@ def test_too_few_rounds_judge_no_part():
                                      "without UniformCrossover": 0.9}, "whole generation", rounds=bench.MIN_ROUNDS - 1)
     text = benchmarks.removal_sentence(few)
     assert "too few to judge" in text and "interval" not in text and "measurably" not in text
+
+
+@pytest.mark.parametrize("budgeted_s, says", [
+    (1.0, "whatever the extra iterations cost, this run does not call it."),
+    (1.5, "Here the budget cost 1,667 µs per extra batch"),
+    (0.5, "Here the batched run was faster: a batch's working set (1,024 bytes against 4,096 for a whole "
+          "generation)"),
+])
+def test_the_budget_sentence_explains_only_a_called_difference(budgeted_s, says):
+    per_row = 8 * evo.model.BYTES_PER_GENE_IN_FLIGHT
+    cmp = _comparison({"engine": 1.0, "engine, memory budget": budgeted_s}, "engine",
+                      population=4096 // per_row, genes=8)
+    text = benchmarks.budget_sentence(cmp, "engine, memory budget", "engine", memory_budget=1024, generations=100)
+    assert text.startswith(f"With the budget, each generation runs its ops and fitness over 4 batches of "
+                           f"{1024 // per_row} rows in an inner `tf.while_loop`: 400 loop iterations per call "
+                           "instead of 100")
+    assert says in text

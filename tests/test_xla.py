@@ -302,3 +302,15 @@ def test_random_workload_takes_its_seed_as_an_argument():
     graph = tf.function(xla.random_numbers)
     assert not np.array_equal(graph(x, seed), graph(x, seed + 1))  # the seed is an input, not a constant
     assert len(xla.workload_args("elementwise chain", 8)) == 1
+
+
+def test_code_reading_names_what_each_function_became():
+    code = {"sin(x)": xla.CompiledCode("sin(x)", ["llvm.sin.v8f32"], ["sinf"]),
+            "sqrt(x²+1)": xla.CompiledCode("sqrt(x²+1)", ["llvm.sqrt.v8f32"], []),
+            "tanh(x)": xla.CompiledCode("tanh(x)", [], ["tanhf"]),
+            "exp(x)": xla.CompiledCode("exp(x)", [], [])}
+    assert xla.code_reading(code) == (
+        "On this machine: `sin(x)` asks LLVM for `llvm.sin.v8f32` (a vector of floats at once), and LLVM "
+        "implemented it with calls to the C library's `sinf`, which computes one number per call; `sqrt(x²+1)` "
+        "asks LLVM for `llvm.sqrt.v8f32` and calls no library function: LLVM emitted it inline; `tanh(x)` calls "
+        "the C library's `tanhf`; `exp(x)` is code XLA emitted itself (no intrinsic, no library call).")

@@ -51,6 +51,7 @@ from course_lib.xla.machine_code import (
     ELEMENTWISE,
     LIBM,
     CompiledCode,
+    code_reading,
     compiled_code,
     compiled_code_worker,
 )
@@ -90,7 +91,7 @@ __all__ = [
     "AUTO", "AUTO_JIT_FLAGS", "BUCKETS", "BUILDERS", "ELEMENTWISE", "GRAPH", "JIT", "LIBM", "SEED", "STAGES",
     "START_UP_N", "STRATEGIES", "WORKLOADS", "CompiledCode", "CountedCall", "Instruction", "auto_clustered",
     "auto_clustered_worker", "box_muller", "break_even_calls", "bucket", "busy_threads", "cache_bytes",
-    "compilations_in", "compile_error", "compiled_code", "compiled_code_worker", "count_compilations",
+    "code_reading", "compilations_in", "compile_error", "compiled_code", "compiled_code_worker", "count_compilations",
     "count_fusions", "describe", "elementwise_chain", "fused_ops", "fusion_rows", "graph_kernels", "hlo", "hlo_ops",
     "is_jit", "jit", "jit_compiled", "jit_vs_auto", "masked_chain_mean", "measure_and_count", "native_log_held",
     "pad_to_bucket", "parse_hlo", "plain_graph", "random_bits", "random_numbers", "recompilation_table",

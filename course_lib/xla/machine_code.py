@@ -66,3 +66,24 @@ def compiled_code(names: Sequence[str] = tuple(ELEMENTWISE)) -> dict[str, Compil
                                kwargs={"names": names, "folder": folder},
                                env={"XLA_FLAGS": f"--xla_dump_to={folder}"}, timeout=300).result
     return {r["name"]: CompiledCode(**r) for r in result}
+
+
+def code_reading(code: dict[str, CompiledCode]) -> str:
+    """One sentence on what ``compiled_code`` found for each function: an intrinsic LLVM implemented with
+    scalar C-library calls, a library call alone, an intrinsic emitted inline, or XLA's own code."""
+    def reads(c: CompiledCode) -> str:
+        asked = ", ".join(f"`{i}`" for i in c.intrinsics)
+        calls = ", ".join(f"`{f}`" for f in c.library_calls)
+        if c.intrinsics and c.library_calls:
+            vector = any(".v" in i for i in c.intrinsics)
+            return (f"`{c.name}` asks LLVM for {asked}" + (" (a vector of floats at once)" if vector else "")
+                    + f", and LLVM implemented it with calls to the C library's {calls}, which computes one "
+                    "number per call")
+        if c.library_calls:
+            return f"`{c.name}` calls the C library's {calls}"
+        if c.intrinsics:
+            return f"`{c.name}` asks LLVM for {asked} and calls no library function: LLVM emitted it inline"
+        return f"`{c.name}` is code XLA emitted itself (no intrinsic, no library call)"
+
+    return "On this machine: " + "; ".join(reads(c) for c in code.values()) + "."
+
