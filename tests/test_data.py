@@ -269,10 +269,11 @@ def test_model_trains_on_the_pipeline_and_the_epoch_is_accounted_for(shards):
     assert "part by part" in text and "whole epoch" in diagnosis.table()
 
 
-def _diagnosis(input_ms, compute_ms, training_ms):
+def _diagnosis(input_ms, compute_ms, training_ms, rounds=5, training_noise_ms=(0,) * 5):
     from course_lib import bench
-    timings = [bench.Timing(n, t / 1e3, [t / 1e3] * 3, 1) for n, t in
-               (("input only", input_ms), ("compute only", compute_ms), ("training", training_ms))]
+    times = {"input only": [input_ms] * rounds, "compute only": [compute_ms] * rounds,
+             "training": [training_ms + e for e in training_noise_ms[:rounds]]}
+    timings = [bench.Timing(n, t[0] / 1e3, [v / 1e3 for v in t], 1) for n, t in times.items()]
     return data.Diagnosis(bench.Comparison(timings, baseline="training"))
 
 
@@ -280,16 +281,27 @@ def test_diagnosis_reports_time_beyond_input_plus_compute_without_a_share_of_ove
     slow = _diagnosis(100, 50, 300)
     assert slow.unexplained_s == pytest.approx(0.15) and not hasattr(slow, "overlap")
     assert slow.bound == "neither"
-    assert ("training took 150 ms more than input and compute together: 150 ms is explained by neither half alone"
-            in str(slow.verdicts()))
+    assert ("training took 150 ms more than input and compute together, in every round: 150 ms is explained by "
+            "neither half alone" in str(slow.verdicts()))
     hidden = _diagnosis(100, 50, 125)
     assert hidden.bound == "input"
-    assert "training took 25 ms less than input and compute timed apart" in str(hidden.verdicts())
+    assert "training took 25 ms less than input and compute timed apart, in every round" in str(hidden.verdicts())
     assert "%" not in str(hidden.verdicts()) + str(slow.verdicts())
     assert _diagnosis(40, 100, 100).bound == "compute"
     assert repr(hidden).startswith("input-bound: input 100 ms")
     assert _diagnosis(40, 100, 100).bound_text == "compute-bound" and slow.bound_text == "bound by neither half"
     assert "training took no longer than the longer half alone" in str(_diagnosis(40, 100, 90).verdicts())
+
+
+def test_the_time_beyond_input_plus_compute_is_called_only_where_every_round_agrees():
+    mixed = _diagnosis(100, 50, 152, training_noise_ms=(5, -4, 3, -3, 0))  # rounds: +7, -2, +5, -1, +2 ms
+    assert mixed.unexplained_rounds_s() == pytest.approx([0.007, -0.002, 0.005, -0.001, 0.002])
+    text = str(mixed.verdicts())
+    assert ("training against input and compute timed apart: 2 ms more by the medians, but the rounds disagree on "
+            "the sign, so this run cannot tell whether the halves add up") in text
+    assert "explained by neither half" not in text
+    few = str(_diagnosis(100, 50, 300, rounds=3).verdicts())
+    assert "training took 150 ms against input and compute timed apart, by the medians: too few rounds (3)" in few
 
 
 def test_diagnose_times_every_epoch_with_autotuning_off(shards):

@@ -106,18 +106,37 @@ class Diagnosis:
         """``bound`` as a reader says it: "input-bound", "compute-bound" or "bound by neither half"."""
         return f"{self.bound}-bound" if self.bound != "neither" else "bound by neither half"
 
+    def unexplained_rounds_s(self) -> list[float]:
+        """``unexplained_s`` round by round: the three epochs take turns, so round r of each was timed under the
+        same load, and a sign every round shows is one the machine's drift did not make."""
+        train, alone, compute = (self.comparison[n].times_s for n in ("training", "input only", "compute only"))
+        return [t - i - c for t, i, c in zip(train, alone, compute)]
+
+    def _unexplained_text(self, ms) -> str:
+        """Whether training took more or less than its halves apart, called only where every one of at least
+        ``bench.MIN_ROUNDS`` rounds shows the same sign (a sign test: 5 rounds of pure noise agree 1 time in 16)."""
+        rounds = self.unexplained_rounds_s()
+        if len(rounds) < bench.MIN_ROUNDS:
+            return (f"training took {ms(self.unexplained_s)} against input and compute timed apart, by the medians: "
+                    f"too few rounds ({len(rounds)}) to tell whether it is more or less")
+        if all(r > 0 for r in rounds):
+            return (f"training took {ms(self.unexplained_s)} more than input and compute together, in every round: "
+                    f"{ms(self.unexplained_s)} is explained by neither half alone")
+        if all(r < 0 for r in rounds):
+            if self.training_s > max(self.input_s, self.compute_s):
+                return (f"training took {ms(-self.unexplained_s)} less than input and compute timed apart, in every "
+                        "round")
+            return "training took no longer than the longer half alone"
+        return (f"training against input and compute timed apart: {ms(abs(self.unexplained_s))} "
+                f"{'more' if self.unexplained_s >= 0 else 'less'} by the medians, but the rounds disagree on the "
+                "sign, so this run cannot tell whether the halves add up")
+
     def verdicts(self) -> bench.Verdicts:
         """The diagnosis as sentences read from this measurement (Markdown in a notebook)."""
         ms = lambda s: f"{s * 1e3:.0f} ms"  # noqa: E731
         out = [f"one training epoch took {ms(self.training_s)}: the input alone {ms(self.input_s)}, "
                f"the compute alone {ms(self.compute_s)}"]
-        if self.unexplained_s >= 0:
-            out.append(f"training took {ms(self.unexplained_s)} more than input and compute together: "
-                       f"{ms(self.unexplained_s)} is explained by neither half alone")
-        elif self.training_s > max(self.input_s, self.compute_s):
-            out.append(f"training took {ms(-self.unexplained_s)} less than input and compute timed apart")
-        else:
-            out.append("training took no longer than the longer half alone")
+        out.append(self._unexplained_text(ms))
         out.append({"input": "the input is the larger part: a faster model would help little; fix the pipeline first",
                     "compute": "the compute is the larger part: the model is the bigger lever",
                     "neither": "the time beyond input plus compute is larger than either: look at the "
