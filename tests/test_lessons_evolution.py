@@ -150,7 +150,7 @@ def test_too_few_rounds_judge_no_part():
           "generation)"),
 ])
 def test_the_budget_sentence_explains_only_a_called_difference(budgeted_s, says):
-    per_row = 8 * evo.model.BYTES_PER_GENE_IN_FLIGHT
+    per_row = 8 * evo.inspect.BYTES_PER_GENE_IN_FLIGHT
     cmp = _comparison({"engine": 1.0, "engine, memory budget": budgeted_s}, "engine",
                       population=4096 // per_row, genes=8)
     text = benchmarks.budget_sentence(cmp, "engine, memory budget", "engine", memory_budget=1024, generations=100)

@@ -380,10 +380,10 @@ def packing_sentence(measured: bench.Comparison, model, packed: str, unpacked: s
 def budget_sentence(measured: bench.Comparison, budgeted: str, unbudgeted: str, memory_budget: int,
                     generations: int) -> str:
     """What the memory budget did in ``measured`` (``budgeted`` against ``unbudgeted``, ``generations`` per
-    call): its batches of the population (``evo.model.BYTES_PER_GENE_IN_FLIGHT`` a gene), then the verdict and,
+    call): its batches of the population (``evo.inspect.BYTES_PER_GENE_IN_FLIGHT`` a gene), then the verdict and,
     where the run calls one, the mechanism: each extra batch pays a loop step and hands the cores a smaller
     kernel; a faster budgeted run is put down to the smaller working set, as a reading to re-run."""
-    n, per_row = measured.params["population"], measured.params["genes"] * evo.model.BYTES_PER_GENE_IN_FLIGHT
+    n, per_row = measured.params["population"], measured.params["genes"] * evo.inspect.BYTES_PER_GENE_IN_FLIGHT
     rows = max(memory_budget // per_row, 1)
     batches = -(-n // rows)
     text = (f"With the budget, each generation runs its ops and fitness over {batches} batches of {rows} rows in an "
