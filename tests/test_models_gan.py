@@ -435,3 +435,12 @@ def test_the_remapper_line_is_explained_only_where_this_run_wrote_it():
     assert seen.startswith("**A log line this run wrote.**") and "the leaky ReLU's gradient reads that output" in seen
     unseen = G.remapper_text("I0000 other line\n")
     assert "this run did not" in unseen and "LeakyReluGrad" not in unseen and len(unseen) < len(seen) / 3
+
+
+def test_the_profile_range_holds_the_whole_profile_share():
+    # one step's share equal to the whole profile's up to rounding must not fall outside the range
+    whole = 0.1 + 0.2
+    profile = G.PythonProfile([{"function": "m.fetch", "calls": 2, "cumulative (s)": 0.3, "% of step": 100 * whole}],
+                              total_s=1.0, calls=2, call_shares={"m.fetch": [0.3, 0.3]})
+    least, most = profile.share_range("fetch")
+    assert least <= profile.share("fetch") <= most and most - least < 1e-12

@@ -779,9 +779,11 @@ class PythonProfile:
 
     def share_range(self, function: str) -> tuple[float, float]:
         """The least and largest share of one profiled step spent inside ``function`` (the function of that
-        name with the largest share over all steps): how far the share moved from step to step."""
+        name with the largest share over all steps): how far the share moved from step to step. The whole
+        profile's share is the steps' time-weighted mean, so it lies within them; it is included so that
+        rounding cannot put it a hair outside."""
         top = max(self._named(function), key=lambda r: r["% of step"])
-        shares = self.call_shares[top["function"]]
+        shares = [*self.call_shares[top["function"]], top["% of step"] / 100]
         return min(shares), max(shares)
 
     def _repr_html_(self) -> str:
@@ -812,7 +814,8 @@ def python_profile(step: Callable[[], object], calls: int = 5,
         profiler.disable()
         profilers.append(profiler)
     profiles = [pstats.Stats(p) for p in profilers]
-    stats = pstats.Stats(*profilers)
+    stats = pstats.Stats()
+    stats.add(*profiles)  # the whole profile: every step's, merged
     total = stats.total_tt
     rows, call_shares = [], {}
     for key, (_, ncalls, _, cumulative, _) in stats.stats.items():
