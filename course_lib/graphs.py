@@ -115,6 +115,12 @@ def kernel_threads(fn: Callable[[], Any], op_type: str, steps: int = 2) -> list[
                    for e in trace.events if kernels.runs_op(e.name, op_type)})
 
 
+def _check_dispatch(dispatch_s: float) -> None:
+    """The readings set a gap beside measured dispatches: a dispatch of 0 s or less was not measured."""
+    if not dispatch_s > 0:
+        raise ValueError(f"dispatch_s must be a measured time > 0 s, got {dispatch_s!r}")
+
+
 def matmul_reading(result, dispatch_s: float, timed: Mapping[str, Callable[[], Any]]) -> str:
     """Why one big matmul ran as it did as a graph, read from ``matmul_variants``' comparison.
 
@@ -127,8 +133,7 @@ def matmul_reading(result, dispatch_s: float, timed: Mapping[str, Callable[[], A
         dispatch_s: one eager dispatch on this machine, measured (the small-ops demo's time per operation).
         timed: the callables the comparison timed, by variant name (``SpeedupWidget.timed``).
     """
-    if not dispatch_s > 0:
-        raise ValueError(f"dispatch_s must be a measured time > 0 s, got {dispatch_s!r}")
+    _check_dispatch(dispatch_s)
     dispatch_us = dispatch_s * 1e6
     gap_us = (result["eager"].median_s - result["tf.function"].median_s) * 1e6
     way = "faster" if gap_us > 0 else "slower"
@@ -163,8 +168,7 @@ def dispatch_gap_reading(result, dispatch_s: float, dispatches: int, graph: str 
     """Whether the gap between ``eager`` and ``graph`` in ``result`` is the ``dispatches`` eager dispatches the
     graph removes (each ``dispatch_s``, measured), read from the ratio's interval: dispatch where even the
     interval's widest gap stays within twice their cost, not dispatch where even its narrowest lies beyond."""
-    if not dispatch_s > 0:
-        raise ValueError(f"dispatch_s must be a measured time > 0 s, got {dispatch_s!r}")
+    _check_dispatch(dispatch_s)
     graph_us, removed_us = result[graph].median_s * 1e6, dispatches * dispatch_s * 1e6
     gap_us = result[eager].median_s * 1e6 - graph_us
     # eager = graph x ratio, so the gap's range is graph x (ratio - 1) over the ratio's interval
