@@ -202,8 +202,11 @@ def page(browser):
 
 # -- helpers -------------------------------------------------------------------------------------------
 
-def open_and_run_all(page: Page, server: lab.Server, path: str, timeout_s: float = 90) -> list[dict]:
+def open_and_run_all(page: Page, server: lab.Server, path: str, timeout_s: float = 600) -> list[dict]:
     """Open ``path`` in Lab, run all cells from the Run menu, wait for the kernel; return the code cells.
+
+    ``timeout_s`` only catches a hang: the slow tier runs beside other tests on few cores, where a lecture
+    takes several times its quiet papermill time (lecture 00 took over 90 s on Python 3.13 in CI).
 
     Fails on a cell that raised, a widget Lab could not display, or a TensorFlow log line in an output.
     """
@@ -254,7 +257,7 @@ def test_lab_server_answers_with_token_and_stops(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120, func_only=True)
+@pytest.mark.timeout(900, func_only=True)
 def test_lecture_00_widget_runs_in_lab(page, server):
     open_and_run_all(page, server, LECTURE)
 
@@ -275,8 +278,8 @@ def test_lecture_00_widget_runs_in_lab(page, server):
     expect(slider.locator(".widget-readout")).to_have_text("1000000")
     widget.locator("button.widget-button", has_text="Run").click()
 
-    expect(table.locator("tr")).to_have_count(4, timeout=60_000)  # header + three variants
-    expect(progress.locator(".widget-label")).to_have_text("done", timeout=60_000)
+    expect(table.locator("tr")).to_have_count(4, timeout=180_000)  # header + three variants
+    expect(progress.locator(".widget-label")).to_have_text("done", timeout=180_000)
     expect(widget.locator("button.widget-button")).to_be_enabled()
     assert progress.locator(".progress-bar").evaluate("b => b.style.width") == "100%"
     assert "XLA" not in table.inner_html() and table.inner_html() != table_before
@@ -319,7 +322,7 @@ def run_again_with_first_variant(page: Page, widget, label: str) -> None:
 def test_widget_lecture_runs_all_then_every_run_redraws(page, server, lecture):
     """Run All to the end (so every later cell, a clean-up among them, has run), then press every
     widget's Run in turn with its first variant only: each chart and table changes, no widget errs."""
-    open_and_run_all(page, server, lecture.name, timeout_s=600)
+    open_and_run_all(page, server, lecture.name)
     widgets = page.locator(WIDGET)
     expect(widgets.first).to_be_visible()
     for i in range(widgets.count()):
@@ -330,7 +333,7 @@ def test_widget_lecture_runs_all_then_every_run_redraws(page, server, lecture):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(90, func_only=True)
+@pytest.mark.timeout(900, func_only=True)
 def test_solution_00_checkers_pass_in_lab(page, server):
     cells = open_and_run_all(page, server, SOLUTION)
     checks = [c for c in cells if "check" in c["tags"]]
