@@ -1,9 +1,11 @@
-"""The engine's declared face: code outside ``course_lib/evo`` imports only what ``evo.__all__`` and
-``evo.EXTENSION_MODULES`` declare, and docs/engine.md's "The public surface" lists exactly those names."""
+"""The engine's declared face: code outside ``course_lib/evo`` and the notebooks a learner copies from use
+only what ``evo.__all__`` and ``evo.EXTENSION_MODULES`` declare, and docs/engine.md's "The public surface"
+lists exactly those names."""
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -54,6 +56,23 @@ def test_nothing_outside_the_engine_imports_its_insides():
         if bad:
             found[str(path.relative_to(ROOT))] = bad
     assert not found, f"modules outside course_lib/evo import what the engine does not declare: {found}"
+
+
+def notebook_code(path: Path) -> str:
+    """A notebook's code cells as one Python source, IPython's ``%`` and ``!`` lines left out."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    lines = [line for c in cells if c["cell_type"] == "code" for line in "".join(c["source"]).splitlines()]
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+
+
+def test_no_notebook_reaches_into_the_engine():
+    found = {}
+    for path in sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("exercises/*.ipynb"),
+                        *ROOT.glob("solutions/*.ipynb")]):
+        bad = undeclared_imports(notebook_code(path))
+        if bad:
+            found[str(path.relative_to(ROOT))] = bad
+    assert not found, f"notebooks use what the engine does not declare: {found}"
 
 
 def test_the_guide_lists_the_declared_face():

@@ -29,7 +29,7 @@ __all__ = ["Input", "Model", "Result", "AskTell", "load_model", "save_model", "o
 
 # what code outside the engine may import besides ``__all__``: the modules an extension is written with
 # (docs/engine.md, "The public surface"); tests/test_evo_surface.py holds every module of course_lib to them
-EXTENSION_MODULES = ("rng", "fusion", "knobs", "sharding", "ops.base", "ops.permutation")
+EXTENSION_MODULES = ("rng", "fastmath", "fusion", "knobs", "sharding", "ops.base", "ops.permutation")
 
 
 def __getattr__(name):
