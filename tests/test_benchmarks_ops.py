@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from course_lib.benchmarks import ops as op_benchmarks
 
@@ -92,3 +93,15 @@ def test_sorting_references_are_not_registered_ops():
         assert cls.__name__ not in evo.ops.registry() and issubclass(cls, evo.ops.registry()[name])
         op = sorting_ops.reference(evo.ops.registry()[name].example(8))
         assert type(op) is cls
+
+
+def test_related_tours_are_permutations_that_share_most_edges():
+    from course_lib.evo.ops.edge_crossover import shared_edges
+
+    tours = op_benchmarks.related_tours(64, 256, seed=3)
+    assert tours.shape == (64, 256) and tours.dtype == tf.int32
+    np.testing.assert_array_equal(np.sort(tours.numpy(), axis=1), np.tile(np.arange(256), (64, 1)))
+    # 9 reversals each: two tours differ by at most 18, each breaking at most two of the 256 edges
+    shared = shared_edges(tours, tf.roll(tours, 1, axis=0)).numpy().sum(axis=1)
+    assert shared.min() >= 256 - 2 * 18 and len({tuple(t) for t in tours.numpy()}) == 64
+    assert np.array_equal(tours, op_benchmarks.related_tours(64, 256, seed=3))

@@ -27,7 +27,21 @@ def example_population(kind: str, n: int, length: int) -> tf.Tensor:
         return population.random_integers((n, length), 0, 10, seed=1)
     if kind == "float":
         return population.uniform((n, length), -5.0, 5.0, seed=1)
-    return population.permutations(n, length, seed=1)
+    return related_tours(n, length, seed=1)
+
+
+def related_tours(n: int, length: int, seed: int) -> tf.Tensor:
+    """``n`` tours that share most of their edges, as a memetic run's parents do (local optima of one
+    instance): one random tour, each copy with ``length // 32 + 1`` random segments reversed (each breaks at
+    most two edges). Random tours share almost none, the worst case of ``SharedEdgeCrossover``, whose walk
+    makes one loop trip per fragment of shared edges: a table timed on them would show that case only."""
+    generator = np.random.default_rng(seed)
+    tours = np.tile(generator.permutation(length), (n, 1))
+    for tour in tours:
+        for _ in range(length // 32 + 1):
+            i, j = np.sort(generator.choice(length + 1, 2, replace=False))
+            tour[i:j] = tour[i:j][::-1].copy()
+    return tf.constant(tours, tf.int32)
 
 
 def op_cases() -> dict[str, list[tuple[str, Callable[[int], object], str]]]:
