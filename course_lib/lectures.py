@@ -472,17 +472,42 @@ class ExplanationChange:
     def contradicted(self) -> int:
         """How many of them one run replaced with a different claim: a sentence that is no hedge ("cannot
         tell", "too close to call") on each side. A claim replaced by a hedge, or the other way, contradicts
-        nothing: the hedge says a re-run may find either."""
-        def claims(sentences: list[str]) -> int:
-            return sum(not _HEDGE.search(s) for s in sentences)
+        nothing: the hedge says a re-run may find either. A sentence is replaced by its counterpart, the
+        other run's most alike (``replacements``); of those with none, the fewer claims of either run count."""
+        def claim(sentence: str) -> bool:
+            return not _HEDGE.search(sentence)
 
-        return min(claims(self.first), claims(self.second))
+        pairs = replacements(self.first, self.second)
+        paired_first, paired_second = {a for a, _ in pairs}, {b for _, b in pairs}
+        return (sum(claim(self.first[a]) and claim(self.second[b]) for a, b in pairs)
+                + min(sum(claim(s) for i, s in enumerate(self.first) if i not in paired_first),
+                      sum(claim(s) for i, s in enumerate(self.second) if i not in paired_second)))
 
     def __str__(self) -> str:
         lines = [f"{self.notebook} cell {self.cell}: {self.changed} sentence(s) changed"
                  + (f", {self.contradicted} to a different claim" if self.contradicted else "")]
         lines += [f"    first:  {s}" for s in self.first] + [f"    second: {s}" for s in self.second]
         return "\n".join(lines)
+
+
+# how alike two sentences' words must be (difflib's ratio) for one to be read as the other's replacement: a
+# re-run's sentence about the same thing keeps most of its words ("Its interval meets ..." -> "Its interval
+# lies above ...", 0.4 in lecture 16), sentences about other things share a few (0.2 at most there)
+REPLACEMENT_SIMILARITY = 0.35
+
+
+def replacements(first: list[str], second: list[str]) -> list[tuple[int, int]]:
+    """Which sentence of ``second`` replaced which of ``first``, as index pairs: the most alike pairs first
+    (by their words), each sentence in one pair at most, none below ``REPLACEMENT_SIMILARITY``."""
+    from difflib import SequenceMatcher
+
+    scored = sorted(((SequenceMatcher(None, a.split(), b.split()).ratio(), i, j)
+                     for i, a in enumerate(first) for j, b in enumerate(second)), reverse=True)
+    pairs: list[tuple[int, int]] = []
+    for ratio, i, j in scored:
+        if ratio >= REPLACEMENT_SIMILARITY and all(i != a and j != b for a, b in pairs):
+            pairs.append((i, j))
+    return sorted(pairs)
 
 
 def explanation_changes(first: Path, second: Path) -> list[ExplanationChange]:

@@ -393,3 +393,25 @@ def test_a_verdict_from_too_few_rounds_is_read_back_and_contradicts_nothing(tmp_
                                                _markdown("In sin(x): " + _comparison(0.5).verdict("prefetch"))]])
     assert [(c.first, c.second, c.contradicts) for c in lectures.verdict_changes(first, second)] == [
         ("too few rounds", "faster", False), ("too few rounds", "faster", False)]
+
+
+def test_a_sentence_is_judged_against_the_one_that_replaced_it():
+    """Lecture 16's cell 35 in two runs: each claim of the first run that the second replaced faces a hedge
+    about the same thing; the first run's other claims have no counterpart, so they contradict nothing."""
+    first = ["In the fixed trace the rest took # ms, #x shorter: shorter in every traced step than in any step "
+             "of the first trace, so the bound's assumption failed.",
+             "Of that rest, #% is `function`: running the graph.",
+             "Its interval meets the traced steps' range, so this run cannot tell the two apart; it lies above "
+             "every step's bound."]
+    second = ["Its interval lies above every traced step's ratio: the timed calls gained more; it lies above "
+              "every step's bound.",
+              "In the fixed trace the rest took # ms, less by the medians, but single steps of the two traces "
+              "overlap, so these few steps cannot tell whether the rest changed."]
+    assert lectures.replacements(first, second) == [(0, 1), (2, 0)]
+    change = lectures.ExplanationChange("16.ipynb", 35, first, second)
+    assert (change.changed, change.contradicted) == (3, 0)
+    # the same claim replaced by its opposite is counted, however the sentences are ordered
+    grew = lectures.ExplanationChange("16.ipynb", 35, first[:2], ["Of that rest, #% is `tracing`: making the graph.",
+                                                                 second[1]])
+    assert grew.contradicted == 1
+    assert lectures.replacements(["The loop is bound by memory."], ["Compiling took most of the run."]) == []
