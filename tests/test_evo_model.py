@@ -207,6 +207,8 @@ def test_memory_budget_sets_the_batch():
     per_row = 24 * engine.BYTES_PER_GENE_IN_FLIGHT
     assert engine.batch_rows(model, None, 5 * per_row, 20) == 5
     assert engine.batch_rows(model, None, 10**9, 20) is None
+    # the public door reads the same rule, with the whole population where one batch holds it
+    assert (evo.inspect.batch_rows(model, 5 * per_row, 20), evo.inspect.batch_rows(model, 10**9, 20)) == (5, 20)
     assert_same(model.evolve(pop, generations=4), model.evolve(pop, generations=4, memory_budget=5 * per_row))
     with pytest.raises(ValueError, match="less than one individual needs"):
         model.evolve(pop, generations=1, memory_budget=10)

@@ -153,7 +153,10 @@ def test_the_budget_sentence_explains_only_a_called_difference(budgeted_s, says)
     per_row = 8 * evo.inspect.BYTES_PER_GENE_IN_FLIGHT
     cmp = _comparison({"engine": 1.0, "engine, memory budget": budgeted_s}, "engine",
                       population=4096 // per_row, genes=8)
-    text = benchmarks.budget_sentence(cmp, "engine, memory budget", "engine", memory_budget=1024, generations=100)
+    inputs = evo.Input(shape=(8,), dtype="int32")
+    model = evo.Model(inputs, evo.ops.BitFlipMutation(0.1)(inputs))
+    text = benchmarks.budget_sentence(cmp, "engine, memory budget", "engine", model, memory_budget=1024,
+                                      generations=100)
     assert text.startswith(f"With the budget, each generation runs its ops and fitness over 4 batches of "
                            f"{1024 // per_row} rows in an inner `tf.while_loop`: 400 loop iterations per call "
                            "instead of 100")

@@ -20,7 +20,8 @@ from course_lib.evo.engine import BYTES_PER_GENE_IN_FLIGHT, device_memory
 from course_lib.evo.executors import Generation, no_limits
 from course_lib.evo.state import State
 
-__all__ = ["Inspected", "generation", "program", "State", "no_limits", "device_memory", "BYTES_PER_GENE_IN_FLIGHT"]
+__all__ = ["Inspected", "generation", "program", "batch_rows", "State", "no_limits", "device_memory",
+           "BYTES_PER_GENE_IN_FLIGHT"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,12 @@ def generation(model, population) -> Inspected:
     genes = engine.checked_population(model, population)
     packed = engine.decide_packing(model, genes)
     return Inspected(Generation(model, packed, genes.shape[0], None), genes, packed)
+
+
+def batch_rows(model, memory_budget: int, rows: int) -> int:
+    """The rows per batch ``evolve`` gives ops and fitness under ``memory_budget`` bytes on the CPU target, for a
+    population of ``rows`` (``rows`` itself where the budget holds them all)."""
+    return engine.batch_rows(model, None, memory_budget, rows) or rows
 
 
 def program(model, population, mode: str = "xla") -> tuple[executors.OneDeviceProgram, Inspected]:

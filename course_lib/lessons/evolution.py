@@ -377,14 +377,14 @@ def packing_sentence(measured: bench.Comparison, model, packed: str, unpacked: s
 
 
 
-def budget_sentence(measured: bench.Comparison, budgeted: str, unbudgeted: str, memory_budget: int,
-                    generations: int) -> str:
+def budget_sentence(measured: bench.Comparison, budgeted: str, unbudgeted: str, model: evo.Model,
+                    memory_budget: int, generations: int) -> str:
     """What the memory budget did in ``measured`` (``budgeted`` against ``unbudgeted``, ``generations`` per
-    call): its batches of the population (``evo.inspect.BYTES_PER_GENE_IN_FLIGHT`` a gene), then the verdict and,
+    call, ``model`` evolved): its batches of the population (``evo.inspect.batch_rows``), then the verdict and,
     where the run calls one, the mechanism: each extra batch pays a loop step and hands the cores a smaller
     kernel; a faster budgeted run is put down to the smaller working set, as a reading to re-run."""
     n, per_row = measured.params["population"], measured.params["genes"] * evo.inspect.BYTES_PER_GENE_IN_FLIGHT
-    rows = max(memory_budget // per_row, 1)
+    rows = evo.inspect.batch_rows(model, memory_budget, n)
     batches = -(-n // rows)
     text = (f"With the budget, each generation runs its ops and fitness over {batches} batches of {rows} rows in an "
             f"inner `tf.while_loop`: {generations * batches} loop iterations per call instead of {generations}, each "
