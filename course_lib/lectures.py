@@ -415,7 +415,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # a sentence that says the run could not tell: whatever a re-run finds, it contradicts nothing
 _HEDGE = re.compile(r"too close\b|too few rounds|too small to call|no measurable|cannot (?:tell|say|test)|"
                     r"could not (?:tell|say|measure)|cannot be told apart|could (?:measure|call)|"
-                    r"does not (?:call|show)|unsettled|none this machine could measure", re.IGNORECASE)
+                    r"does not (?:call|show)|unsettled|none this machine could measure|either side", re.IGNORECASE)
 # figures that run together ("from 3: 4, 5") and the plural a figure takes ("1 epoch", "2 epochs"): a re-run's
 # other count is not another claim
 _FIGURES = re.compile(r"#(?:[\s,:;–-]*#)*[\s,:;]*(?=$|[\s)])")

@@ -257,6 +257,28 @@ def test_fusion_rows_say_where_the_data_was():
     assert row["fits in the largest cache"] == ("unknown" if cache is None else ("yes" if 4e6 <= cache else "no"))
 
 
+def _chain(graph_s: list[float]) -> bench.Comparison:
+    """A graph-against-XLA run whose graph took ``graph_s`` a round and whose A/A twin matched it."""
+    return bench.Comparison([bench.Timing(xla.GRAPH, 0.1, graph_s, 1), bench.Timing(xla.JIT, 0.1, graph_s, 1)],
+                            baseline=xla.GRAPH, twin=bench.Timing(xla.GRAPH, 0.1, graph_s, 1))
+
+
+@pytest.mark.parametrize("out_of_cache_s, says", [
+    # 16 times the data: the same rate takes 16x the time; 32x the time is half the rate
+    ([0.32, 0.33, 0.31, 0.32, 0.32], "the graph's data rate fell 2x (95% interval"),
+    ([0.08, 0.082, 0.079, 0.08, 0.081], "the graph's data rate rose 2x (95% interval"),
+    ([0.16, 0.161, 0.159, 0.16, 0.1605], "no measurable difference against a noise floor of"),
+])
+def test_the_rate_outside_the_cache_is_called_only_beyond_the_noise(out_of_cache_s, says):
+    in_cache = _chain([0.010, 0.0102, 0.0099, 0.010, 0.0101])
+    text = xla.rate_change_text(in_cache, _chain(out_of_cache_s), 1_000_000, 16_000_000)
+    assert says in text, text
+    # a noisy run widens the interval until nothing is called
+    noisy = xla.rate_change_text(_chain([0.005, 0.02, 0.01, 0.03, 0.008]), _chain(out_of_cache_s), 1_000_000,
+                                 16_000_000)
+    assert "too close to call" in noisy, noisy
+
+
 def test_cache_bytes_reads_the_largest_cache(tmp_path):
     for index, size in (("index0", "32K"), ("index2", "1M"), ("index3", "16384K"), ("index9", "unknown")):
         (tmp_path / index).mkdir()

@@ -28,7 +28,7 @@ One module a concern, every public name gathered here (``bench.compare``, ``benc
 rounds: ``compare``, ``compare_timers``).
 """
 
-from course_lib.bench.comparison import Comparison, two_readings
+from course_lib.bench.comparison import Comparison, call_words, two_readings
 from course_lib.bench.rounds import (
     MORE_ROUNDS,
     MOST_ROUNDS,
@@ -51,6 +51,7 @@ from course_lib.bench.rule import (
     TOO_CLOSE,
     TOO_FEW,
     TOO_SMALL,
+    judge,
     looks,
     ratio_interval,
 )
@@ -60,6 +61,7 @@ from course_lib.bench.timing import BenchError, Timing, force, measure
 __all__ = [
     "BOOTSTRAP_SAMPLES", "BOOTSTRAP_SEED", "CALL_WORDS", "CONFIDENCE", "LOOK_BLOCKS", "MIN_FLOOR", "MIN_ROUNDS",
     "MORE_ROUNDS", "MOST_ROUNDS", "NEGLIGIBLE", "ROUND_SEED", "SETTLE_S", "TOO_CLOSE", "TOO_FEW", "TOO_SMALL", "TWIN",
-    "BenchError", "Comparison", "Timing", "Verdicts", "compare", "compare_timers", "force", "interval_bounds",
-    "interval_text", "looks", "measure", "ratio_interval", "ratio_text", "round_order", "speedup_text", "two_readings",
+    "BenchError", "Comparison", "Timing", "Verdicts", "call_words", "compare", "compare_timers", "force",
+    "interval_bounds", "interval_text", "judge", "looks", "measure", "ratio_interval", "ratio_text", "round_order",
+    "speedup_text", "two_readings",
 ]

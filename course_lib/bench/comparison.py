@@ -159,15 +159,7 @@ class Comparison:
         (clear of 1, not of the floor), "too close to call either way" (holding 1, reaching past the least
         floor) or "too few rounds to judge". For a called pair, its direction ("faster", "slower")."""
         call = self.call(name, over)
-        if call in ("faster", "slower", "no difference"):
-            return "no measurable difference" if call == "no difference" else call
-        if call == TOO_FEW:
-            return f"{TOO_FEW} to judge"
-        if call == TOO_SMALL:
-            return f"a measured difference {TOO_SMALL}"
-        lo, hi = self.interval(name, over)
-        return ("too close to call either way" if lo <= 1 <= hi
-                else "a measured difference too close to the noise floor to call")
+        return call_words(call, *(self.interval(name, over) if call != TOO_FEW else (1.0, 1.0)))
 
     def ratio_with_interval(self, name: str, over: str | None = None) -> str:
         """The ratio and its interval in one notation, the interval oriented like the number it qualifies:
@@ -270,6 +262,19 @@ class Comparison:
         """Speedup bars with spread (see ``course_lib.plotting.speedup_bars``)."""
         from course_lib.plotting import speedup_bars
         return speedup_bars(self, ax=ax)
+
+
+def call_words(call: str, lo: float, hi: float) -> str:
+    """A call (``judge``'s) in words that match its interval [lo, hi] (``Comparison.uncalled``)."""
+    if call in ("faster", "slower", "no difference"):
+        return "no measurable difference" if call == "no difference" else call
+    if call == TOO_FEW:
+        return f"{TOO_FEW} to judge"
+    if call == TOO_SMALL:
+        return f"a measured difference {TOO_SMALL}"
+    if lo <= 1 <= hi:
+        return "too close to call either way"
+    return "a measured difference too close to the noise floor to call"
 
 
 def two_readings(first: Comparison, second: Comparison, name: str, over: str | None = None,

@@ -39,11 +39,12 @@ def floor_reading(result: bench.Comparison, work: Work, batches: int) -> str:
     if near:
         text += (f"Within a quarter of that floor: {_listed(near, against)}; there the steps fill most of the "
                  "epoch, and a faster pipeline can win back at most the rest. ")
-    else:
-        text += ("No variant came clearly within a quarter of that floor: each left the consumer waiting, or the "
+    elif not edge:  # every interval lies wholly past the quarter
+        text += ("No variant came within a quarter of that floor: each left the consumer waiting, or the "
                  "machine slowed the steps. ")
     if edge:
-        text += f"On the edge of that quarter, so a re-run may place it either side: {_listed(edge, against)}. "
+        text += (f"On the edge of a quarter of that floor, so a re-run may place it either side: "
+                 f"{_listed(edge, against)}. ")
     fastest = max(result.names, key=result.speedup)
     ties = [v for v in result.names if v != fastest and not result.apart(v, fastest)]
     text += f"The fastest was {fastest}" + (

@@ -140,6 +140,28 @@ def fusion_rows(results: Mapping[int, bench.Comparison], *, kernels: int) -> lis
     return rows
 
 
+def rate_change_text(in_cache: bench.Comparison, out_of_cache: bench.Comparison, n_in: int, n_out: int) -> str:
+    """Whether the graph's data rate fell when its vector left the cache, called only beyond both runs' noise.
+
+    The rate's ratio (in the cache over outside) is ``n_in / n_out`` times the graph's median time at ``n_out``
+    over its time at ``n_in``; the two sizes were timed in separate runs, so its interval resamples each
+    side's rounds on its own, and it is judged against the larger of the two runs' noise floors."""
+    scale = n_in / n_out
+    graph_in, graph_out = in_cache[GRAPH], out_of_cache[GRAPH]
+    lo, hi = (scale * r for r in bench.ratio_interval(graph_out.times_s, graph_in.times_s, paired=False))
+    ratio, floor = scale * graph_out.median_s / graph_in.median_s, max(in_cache.noise_floor, out_of_cache.noise_floor)
+    call = bench.judge(lo, hi, floor)
+    if call == "faster":
+        return (f"the graph's data rate fell {bench.ratio_text(ratio)} {bench.interval_text(lo, hi)} from the "
+                "in-cache size to the out-of-cache one")
+    if call == "slower":
+        return (f"the graph's data rate rose {bench.ratio_text(1 / ratio)} {bench.interval_text(1 / hi, 1 / lo)} "
+                "outside the cache")
+    return (f"the graph's data rate in the cache over outside: {bench.ratio_text(ratio)} "
+            f"{bench.interval_text(lo, hi)}, {bench.call_words(call, lo, hi)} against a noise floor of "
+            f"{bench.ratio_text(floor)}")
+
+
 def break_even_calls(comparison: bench.Comparison, variant: str, over: str | None = None) -> float:
     """How many calls it takes for ``variant``'s faster steady state to pay back its slower first call
     (compilation); ``inf`` when it is not faster, 0 when its first call is not slower."""
