@@ -444,3 +444,21 @@ def test_the_profile_range_holds_the_whole_profile_share():
                               total_s=1.0, calls=2, call_shares={"m.fetch": [0.3, 0.3]})
     least, most = profile.share_range("fetch")
     assert least <= profile.share("fetch") <= most and most - least < 1e-12
+
+
+def test_kernel_time_text_reads_the_convolutions_as_one_group():
+    from course_lib.profile.ops import OpTable
+
+    def row(op, percent, by="oneDNN"):
+        return {"op type": op, "kernels by": by, "% of op time": percent, "% of steps": percent}
+
+    rows = [row("Conv2DBackpropFilter", 30), row("Conv2DBackpropInput", 20), row("Conv2D", 9),
+            row("_FusedConv2D", 8), row("AddV2", 5, "TensorFlow")]
+    text = G.kernel_time_text(OpTable(rows, "op type"), True)
+    swapped = G.kernel_time_text(OpTable(rows[:2] + [rows[3], rows[2]] + rows[4:], "op type"), True)
+    assert text == swapped  # the third and fourth trading places says the same
+    assert "(`Conv2D`, `Conv2DBackpropFilter`, `Conv2DBackpropInput`, `_FusedConv2D`) took 67%" in text
+    assert "oneDNN is on" in text and "ran 4 of the trace's 5 op types" in text
+    plain = G.kernel_time_text(OpTable([row("MatMul", 100, "TensorFlow")], "op type"), False)
+    assert plain == ("No convolution appears in the trace's op types. oneDNN is off in this TensorFlow, and "
+                     "TensorFlow's own kernels ran every op type in the trace.")

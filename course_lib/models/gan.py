@@ -744,6 +744,23 @@ def remapper_text(log: str) -> str:
             "and was timed above.")
 
 
+def kernel_time_text(table, onednn: bool | None) -> str:
+    """What the profile's op table (``profile.op_stats``) says of the real work: the share of op time the
+    convolutions and their gradients took together, and which op types oneDNN ran. A group, not a ranking:
+    which of two near-equal op types comes third changes from run to run, their sum does not."""
+    convolutions = sorted(r["op type"] for r in table.rows if "Conv" in r["op type"])
+    onednn_ops = sorted(r["op type"] for r in table.rows if "oneDNN" in r["kernels by"])
+    share = sum(table.share(op, of="op time") for op in convolutions)
+    head = (f"The convolutions and their gradients ({', '.join(f'`{op}`' for op in convolutions)}) took "
+            f"{share:.0%} of the recorded op time. " if convolutions
+            else "No convolution appears in the trace's op types. ")
+    state = "on" if onednn else "off" if onednn is False else "unknown"
+    return head + f"oneDNN is {state} in this TensorFlow, and " + (
+        f"oneDNN's kernels ran {len(onednn_ops)} of the trace's {len(table.rows)} op types: "
+        f"{', '.join(f'`{op}`' for op in onednn_ops)}." if onednn_ops
+        else "TensorFlow's own kernels ran every op type in the trace.")
+
+
 def _module_of(filename: str) -> str:
     path = Path(filename)
     if "site-packages" in path.parts:
