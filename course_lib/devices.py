@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import statistics
 import sys
 import textwrap
 import threading
@@ -266,8 +267,9 @@ def shares_buffer(tensor, device: str) -> tuple[str, bool]:
 class Transfers:
     """How long each way of moving a tensor took at two sizes, and what that says.
 
-    ``rows``: one dict per move with ``move``, ``sizes_mb`` and ``seconds`` (median per size).
-    A move copies the bytes when its time grows with the size; a hand-over does not.
+    ``rows``: one dict per move with ``move``, ``sizes_mb``, ``seconds`` (median per size) and, where timed
+    here, ``times`` (every timed call, per size). A move copies the bytes when its time grows with the size; a
+    hand-over does not.
     """
 
     rows: list[dict]
@@ -283,6 +285,16 @@ class Transfers:
     def rates(row: dict) -> tuple[float, float]:
         """The GB/s a copy moved at each of the two sizes (bytes over median time)."""
         return tuple(mb * 2**20 / seconds / 1e9 for mb, seconds in zip(row["sizes_mb"], row["seconds"]))
+
+    @staticmethod
+    def growth(row: dict) -> tuple[float, float]:
+        """The 95% interval of the large size's time over the small's, from each size's timed calls (a row with
+        medians alone gives their ratio): how the time grew is read from it, not from two medians, so a re-run
+        that moves the medians a little does not turn "in proportion" into "faster"."""
+        from course_lib import bench
+
+        small, large = row.get("times") or [[seconds] for seconds in row["seconds"]]
+        return bench.ratio_interval(large, small, paired=False)
 
     def summary(self) -> list[dict]:
         """One dict of display strings per move: both times, whether bytes were copied, the rate at each size."""
@@ -315,7 +327,8 @@ class Transfers:
         """One sentence per move, read from the timings (Markdown in a notebook). For a copy it gives the rate
         at both sizes and says whether the time grew in proportion to the bytes (within a factor of 2 of their
         growth), faster (the larger copy moved fewer bytes per second) or slower (a cost per call weighs on the
-        small size), so no rate is carried to a size it was not measured at."""
+        small size), so no rate is carried to a size it was not measured at; where the growth's interval
+        (``growth``) reaches past a factor of 2, it says the run cannot tell."""
         from course_lib import bench
 
         out = []
@@ -327,12 +340,19 @@ class Transfers:
                 out.append(f"{r['move']}: {said}, so no bytes are copied: the time is the call, not the data")
                 continue
             rate_small, rate_large = self.rates(r)
-            if growth > 2 * bytes_growth:
+            low, high = self.growth(r)
+            if low > 2 * bytes_growth:
                 how = "the time grew faster than the bytes, so a rate read at one size does not hold at another"
-            elif growth < bytes_growth / 2:
+            elif high < bytes_growth / 2:
                 how = "the time grew less than the bytes: a cost per call weighs on the small copy"
-            else:
+            elif low >= bytes_growth / 2 and high <= 2 * bytes_growth:
                 how = "the time grew about in proportion to the bytes"
+            else:
+                ways = " or ".join(way for way, reached in (("less than", low < bytes_growth / 2),
+                                                           ("in proportion to", True),
+                                                           ("faster than", high > 2 * bytes_growth)) if reached)
+                how = (f"its growth, {low:.3g}-{high:.3g}x (95% interval), cannot tell whether the time grew {ways} "
+                       "the bytes")
             out.append(f"{r['move']}: a copy, {said}: {rate_small:.3g} GB/s at {small:g} MiB, {rate_large:.3g} GB/s "
                        f"at {large:g} MiB; {how}")
         if not self.gpu:
@@ -377,11 +397,12 @@ def transfer_costs(sizes_mb: tuple[float, float] = (1, 64), *, repeats: int = 5)
     cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
 
-    timings: dict[str, list[float]] = {}
+    timings: dict[str, list[list[float]]] = {}
     for mb in sizes_mb:
         for name, fn in transfer_moves(mb, cpus, gpus).items():
-            timings.setdefault(name, []).append(bench.measure(fn, name=name, repeats=repeats).median_s)
-    rows = [{"move": name, "sizes_mb": list(sizes_mb), "seconds": seconds} for name, seconds in timings.items()]
+            timings.setdefault(name, []).append(bench.measure(fn, name=name, repeats=repeats).times_s)
+    rows = [{"move": name, "sizes_mb": list(sizes_mb), "seconds": [statistics.median(t) for t in times],
+             "times": times} for name, times in timings.items()]
     return Transfers(rows, gpu=bool(gpus))
 
 

@@ -201,6 +201,23 @@ def test_a_copy_whose_time_does_not_follow_the_bytes_says_so_with_both_rates(sec
     assert "no GPU" not in line
 
 
+@pytest.mark.parametrize("large, how", [
+    ([1.6e-2, 1.7e-2, 1.8e-2, 1.9e-2, 2.0e-2], "the time grew faster than the bytes"),
+    ([6.0e-3, 6.2e-3, 6.4e-3, 6.6e-3, 6.8e-3], "the time grew about in proportion to the bytes"),
+    # the median 2.1x the bytes' growth, but calls at 1.4x: the interval reaches into proportion
+    ([9.0e-3, 1.0e-2, 1.34e-2, 1.4e-2, 1.5e-2], "cannot tell whether the time grew in proportion to or faster than "
+                                                "the bytes"),
+])
+def test_a_copy_reads_its_growth_from_the_calls_not_from_two_medians(large, how):
+    small = [9.6e-5, 9.8e-5, 1e-4, 1.02e-4, 1.04e-4]
+    row = {"move": "copy", "sizes_mb": [1, 64], "seconds": [1e-4, sorted(large)[2]], "times": [small, large]}
+    low, high = devices.Transfers.growth(row)
+    assert low <= large[2] / 1e-4 <= high
+    (line,) = str(devices.Transfers([row], gpu=True).verdicts()).splitlines()
+    assert how in line
+    assert ("cannot tell" in line) == (low <= 2 * 64 < high)
+
+
 def test_transfer_moves_name_each_move_and_each_call_moves_the_tensor():
     moves = devices.transfer_moves(0.01, ["/device:CPU:0", "/device:CPU:0"], [])
     assert list(moves) == ["CPU:0 -> CPU:0 (tf.identity)", "tensor -> NumPy (.numpy())",
@@ -218,6 +235,7 @@ def test_transfer_costs_time_every_move_at_both_sizes():
     names = [r["move"] for r in t.rows]
     assert "tensor -> NumPy (.numpy())" in names and "NumPy -> tensor (tf.constant)" in names
     assert all(len(r["seconds"]) == 2 and min(r["seconds"]) > 0 for r in t.rows)
+    assert all([len(times) for times in r["times"]] == [1, 1] for r in t.rows)
     assert t.gpu == (not NO_GPU) and any("GPU" in n for n in names) == t.gpu
     with pytest.raises(ValueError, match="small then large"):
         devices.transfer_costs((64, 1))
