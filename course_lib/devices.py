@@ -351,8 +351,8 @@ class Transfers:
                 ways = " or ".join(way for way, reached in (("less than", low < bytes_growth / 2),
                                                            ("in proportion to", True),
                                                            ("faster than", high > 2 * bytes_growth)) if reached)
-                how = (f"its growth, {low:.3g}-{high:.3g}x (95% interval), cannot tell whether the time grew {ways} "
-                       "the bytes")
+                how = (f"the time grew {low:.3g}-{high:.3g}x (95% interval), so this run cannot tell whether it grew "
+                       f"{ways} the bytes")
             out.append(f"{r['move']}: a copy, {said}: {rate_small:.3g} GB/s at {small:g} MiB, {rate_large:.3g} GB/s "
                        f"at {large:g} MiB; {how}")
         if not self.gpu:
