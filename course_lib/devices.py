@@ -287,7 +287,7 @@ class Transfers:
         return tuple(mb * 2**20 / seconds / 1e9 for mb, seconds in zip(row["sizes_mb"], row["seconds"]))
 
     @staticmethod
-    def growth(row: dict) -> tuple[float, float]:
+    def growth_interval(row: dict) -> tuple[float, float]:
         """The 95% interval of the large size's time over the small's, from each size's timed calls (a row with
         medians alone gives their ratio): how the time grew is read from it, not from two medians, so a re-run
         that moves the medians a little does not turn "in proportion" into "faster"."""
@@ -328,7 +328,7 @@ class Transfers:
         at both sizes and says whether the time grew in proportion to the bytes (within a factor of 2 of their
         growth), faster (the larger copy moved fewer bytes per second) or slower (a cost per call weighs on the
         small size), so no rate is carried to a size it was not measured at; where the growth's interval
-        (``growth``) reaches past a factor of 2, it says the run cannot tell."""
+        (``growth_interval``) reaches past a factor of 2, it says the run cannot tell."""
         from course_lib import bench
 
         out = []
@@ -340,7 +340,7 @@ class Transfers:
                 out.append(f"{r['move']}: {said}, so no bytes are copied: the time is the call, not the data")
                 continue
             rate_small, rate_large = self.rates(r)
-            low, high = self.growth(r)
+            low, high = self.growth_interval(r)
             if low > 2 * bytes_growth:
                 how = "the time grew faster than the bytes, so a rate read at one size does not hold at another"
             elif high < bytes_growth / 2:

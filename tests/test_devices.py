@@ -211,7 +211,7 @@ def test_a_copy_whose_time_does_not_follow_the_bytes_says_so_with_both_rates(sec
 def test_a_copy_reads_its_growth_from_the_calls_not_from_two_medians(large, how):
     small = [9.6e-5, 9.8e-5, 1e-4, 1.02e-4, 1.04e-4]
     row = {"move": "copy", "sizes_mb": [1, 64], "seconds": [1e-4, sorted(large)[2]], "times": [small, large]}
-    low, high = devices.Transfers.growth(row)
+    low, high = devices.Transfers.growth_interval(row)
     assert low <= large[2] / 1e-4 <= high
     (line,) = str(devices.Transfers([row], gpu=True).verdicts()).splitlines()
     assert how in line
