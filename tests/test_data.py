@@ -293,6 +293,24 @@ def test_diagnosis_reports_time_beyond_input_plus_compute_without_a_share_of_ove
     assert "training took no longer than the longer half alone" in str(_diagnosis(40, 100, 90).verdicts())
 
 
+def test_the_larger_half_is_called_only_where_input_and_compute_differ_beyond_their_noise():
+    jittered = (12, -9, 4, -11, 8)  # input and compute each drift round by round, in opposite directions
+    times = {"input only": [100 + e for e in jittered], "compute only": [104 - e for e in jittered],
+             "training": [210] * 5}
+    from course_lib import bench
+    even = data.Diagnosis(bench.Comparison([bench.Timing(n, t[0] / 1e3, [v / 1e3 for v in t], 1)
+                                            for n, t in times.items()], baseline="training"))
+    assert even.bound == "even" and even.bound_text == "bound by input and compute alike"
+    text = str(even.verdicts())
+    assert "this run cannot tell which is the larger part" in text and "the compute took 0.962x (95% interval" in text
+    assert "larger part:" not in text
+    fast = _diagnosis(40, 100, 100)
+    assert data.bottleneck_text(even, fast).startswith(
+        "The naive pipeline's diagnosis reads bound by input and compute alike, the fast one's compute-bound: the "
+        "breakdowns above show where time went.")
+    assert "moved the bottleneck from the input to the model" in data.bottleneck_text(_diagnosis(100, 50, 125), fast)
+
+
 def test_the_time_beyond_input_plus_compute_is_called_only_where_every_round_agrees():
     mixed = _diagnosis(100, 50, 152, training_noise_ms=(5, -4, 3, -3, 0))  # rounds: +7, -2, +5, -1, +2 ms
     assert mixed.unexplained_rounds_s() == pytest.approx([0.007, -0.002, 0.005, -0.001, 0.002])

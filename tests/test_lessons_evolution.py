@@ -97,6 +97,23 @@ def test_the_part_that_saves_the_most_is_named_only_when_its_interval_clears_the
     assert none.startswith("Removing any one part did not measurably shorten the whole generation")
 
 
+def test_the_most_expensive_part_is_named_alone_only_when_it_took_measurably_longer_than_each_other():
+    def breakdown(medians, jitter=0.02, rounds=9):
+        cmp = _comparison({"whole generation": 2.0, **medians}, "whole generation", rounds=rounds, jitter=jitter)
+        return {"comparison": cmp, "seconds": {"whole generation": 2.0, "random words alone": 0.1, **medians}}
+
+    clear = benchmarks.most_expensive_sentence(breakdown({"UniformCrossover": 1.0, "BitFlipMutation": 0.5}))
+    assert clear.startswith("The most expensive part measured apart is UniformCrossover 1,000,000 µs (50%), "
+                            "measurably more than every other part")
+    close = benchmarks.most_expensive_sentence(breakdown({"BitFlipMutation": 0.61, "UniformCrossover": 0.6,
+                                                          "fitness": 0.1}, jitter=0.1))
+    assert close.startswith("The most expensive parts measured apart are BitFlipMutation 610,000 µs (30%), "
+                            "UniformCrossover 600,000 µs (30%), which this run cannot order")
+    assert "fitness" not in close
+    few = benchmarks.most_expensive_sentence(breakdown({"UniformCrossover": 1.0, "BitFlipMutation": 0.5}, rounds=3))
+    assert "cannot order (3 rounds are too few to judge)" in few
+
+
 def test_the_packing_sentence_rules_out_main_memory_only_where_the_unpacked_arrays_fit():
     model = benchmarks.onemax_model(256, "xla")
     assert len(benchmarks.population_arrays(model)) == 5

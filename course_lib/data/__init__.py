@@ -24,7 +24,7 @@ One module per concern: ``shards`` writes the data, ``latency`` simulates slow s
 Their public names are gathered here, so ``from course_lib import data`` is all a notebook needs.
 """
 
-from course_lib.data.input_bound import EPOCH_PARTS, Diagnosis, diagnose, make_model
+from course_lib.data.input_bound import EPOCH_PARTS, Diagnosis, bottleneck_text, diagnose, make_model
 from course_lib.data.latency import Latency, decoder, read_shard, transform
 from course_lib.data.pipeline_widget import pipeline_widget
 from course_lib.data.pipelines import (
@@ -51,7 +51,8 @@ from course_lib.data.shuffle import plot_shuffle, shuffle_order
 
 __all__ = [
     "AUTOTUNE", "BUILDERS", "EPOCH_PARTS", "VARIANTS", "Diagnosis", "Event", "Latency", "Recorder", "Shards",
-    "Work", "check_variant", "compare_pipelines", "consume", "decoder", "describe", "diagnose", "elements",
+    "Work", "bottleneck_text", "check_variant", "compare_pipelines", "consume", "decoder", "describe", "diagnose",
+    "elements",
     "floor_reading", "hidden_text", "make_model", "no_step_reading", "pipeline", "pipeline_widget", "plot_runs",
     "plot_shuffle", "read_shard", "record_run", "record_spec", "same_records", "shuffle_order", "source",
     "steps_compared", "steps_reading", "transform", "transformations", "write_shards", "xy",

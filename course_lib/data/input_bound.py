@@ -96,15 +96,21 @@ class Diagnosis:
 
     @property
     def bound(self) -> str:
-        """What the epoch spent most time on: "input", "compute", or "neither" when the time
+        """What the epoch spent most time on: "input" or "compute" where the two, timed in turns, differ by
+        more than their noise; "even" where this run cannot tell which took longer; "neither" when the time
         beyond input plus compute is larger than both."""
-        parts = {"input": self.input_s, "compute": self.compute_s, "neither": self.unexplained_s}
-        return max(parts, key=parts.get)
+        if self.unexplained_s > max(self.input_s, self.compute_s):
+            return "neither"
+        if not self.comparison.apart("input only", "compute only"):
+            return "even"
+        return "input" if self.input_s > self.compute_s else "compute"
 
     @property
     def bound_text(self) -> str:
-        """``bound`` as a reader says it: "input-bound", "compute-bound" or "bound by neither half"."""
-        return f"{self.bound}-bound" if self.bound != "neither" else "bound by neither half"
+        """``bound`` as a reader says it: "input-bound", "compute-bound", "bound by neither half" or "bound by
+        input and compute alike"."""
+        return {"neither": "bound by neither half", "even": "bound by input and compute alike"}.get(
+            self.bound, f"{self.bound}-bound")
 
     def unexplained_rounds_s(self) -> list[float]:
         """``unexplained_s`` round by round: the three epochs take turns, so round r of each was timed under the
@@ -139,6 +145,10 @@ class Diagnosis:
         out.append(self._unexplained_text(ms))
         out.append({"input": "the input is the larger part: a faster model would help little; fix the pipeline first",
                     "compute": "the compute is the larger part: the model is the bigger lever",
+                    "even": f"the compute took {self.comparison.ratio_with_interval('input only', 'compute only')} "
+                            f"the input's time, {self.comparison.uncalled('input only', 'compute only')}: this run "
+                            "cannot tell which is the larger part, so a faster pipeline and a faster model would "
+                            "each help",
                     "neither": "the time beyond input plus compute is larger than either: look at the "
                                "breakdown below before optimising either half"}[self.bound])
         train, alone = self.epochs.get("training"), self.epochs.get("compute only")
@@ -170,6 +180,22 @@ class Diagnosis:
     def _repr_html_(self) -> str:
         return f"<p><b>{html.escape(repr(self))}</b></p>" + self.comparison._repr_html_() + \
             (self.table() if self.epochs else "")
+
+
+# what two diagnoses in a row say, the naive pipeline's bound then the fast one's
+_MOVED = {("input", "compute"): "the faster pipeline moved the bottleneck from the input to the model: from here on "
+                                "the lever is the model (lectures 06 to 09)",
+          ("input", "input"): "even the fast pipeline left the model waiting: here a faster pipeline would still pay",
+          ("compute", "compute"): "the model set the pace even with the naive pipeline: the pipeline's speed "
+                                  "mattered little here"}
+
+
+def bottleneck_text(naive: Diagnosis, fast: Diagnosis) -> str:
+    """Where the bottleneck went from the naive pipeline's diagnosis to the fast one's, said only for bounds
+    each run called (a bound this run could not call points to the breakdowns)."""
+    return (f"The naive pipeline's diagnosis reads {naive.bound_text}, the fast one's {fast.bound_text}: "
+            + _MOVED.get((naive.bound, fast.bound), "the breakdowns above show where time went") + ". (The two "
+            "diagnoses ran one after the other, not in turns, so no ratio of their epochs is read here.)")
 
 
 def timed_alike(dataset: tf.data.Dataset) -> tf.data.Dataset:

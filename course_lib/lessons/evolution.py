@@ -274,15 +274,12 @@ def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
     sec, n, genes = breakdown["seconds"], breakdown["individuals"], breakdown["genes"]
     whole, drawn, words = sec["whole generation"], sec["random words alone"], breakdown["words"]
     rate = words / drawn
-    parts = {k: v for k, v in sec.items() if k not in ("whole generation", "random words alone")}
-    biggest = max(parts, key=parts.get)
     out = [f"One generation takes {whole * 1e6:,.0f} µs: {n * genes / whole:.3g} gene-generations/s.",
            f"It draws {words:,} random 32-bit words ({words / n:.1f} per individual); drawn alone they take "
            f"{drawn * 1e6:,.0f} µs ({drawn / whole:.0%} of the generation), {rate:.3g} words/s on this "
            f"machine, so a design drawing this many words cannot pass {n * genes * rate / words:.3g} "
            "gene-generations/s.",
-           f"The most expensive part measured apart is {biggest}: {parts[biggest] * 1e6:,.0f} µs "
-           f"({parts[biggest] / whole:.0%}; the parts measured apart include their own random words)."]
+           most_expensive_sentence(breakdown)]
     out.append(removal_sentence(breakdown))
     arrays, size = breakdown["arrays"], breakdown["population_bytes"]
     total = size * len(arrays)
@@ -290,6 +287,24 @@ def breakdown_sentences(breakdown: dict) -> bench.Verdicts:
                f"of that size ({', '.join(arrays)}), {total / 1024:,.0f} KiB in all, "
                f"{_smallest_cache(total, breakdown['cache_bytes'])}.")
     return bench.Verdicts(out)
+
+
+def most_expensive_sentence(breakdown: dict) -> str:
+    """The part that took longest timed apart, named alone only where it took measurably longer than each
+    other part; otherwise it and the parts this run cannot tell from it, in order of their medians."""
+    cmp, sec = breakdown["comparison"], breakdown["seconds"]
+    whole = sec["whole generation"]
+    parts = sorted((k for k in sec if k not in ("whole generation", "random words alone")), key=sec.get, reverse=True)
+    biggest = parts[0]
+    judged = cmp.rounds >= bench.MIN_ROUNDS
+    tied = [p for p in parts[1:] if not judged or cmp.call(biggest, over=p) != "slower"]
+    reading = ", ".join(f"{p} {sec[p] * 1e6:,.0f} µs ({sec[p] / whole:.0%})" for p in [biggest, *tied])
+    if not tied:
+        return (f"The most expensive part measured apart is {reading}, measurably more than every other part; "
+                "the parts measured apart include their own random words.")
+    return (f"The most expensive parts measured apart are {reading}, which this run cannot order"
+            + ("" if judged else f" ({cmp.rounds} rounds are too few to judge)")
+            + "; the parts measured apart include their own random words.")
 
 
 def _saved_share(cmp: bench.Comparison, name: str) -> tuple[float, float]:
