@@ -306,8 +306,9 @@ def test_the_larger_half_is_called_only_where_input_and_compute_differ_beyond_th
     assert "larger part:" not in text
     fast = _diagnosis(40, 100, 100)
     assert data.bottleneck_text(even, fast).startswith(
-        "The naive pipeline's diagnosis reads bound by input and compute alike, the fast one's compute-bound: the "
-        "breakdowns above show where time went.")
+        "The naive pipeline's diagnosis reads bound by input and compute alike, the fast one's compute-bound: so "
+        "this run cannot tell whether the faster pipeline moved the bottleneck; the breakdowns above show where "
+        "time went.")
     assert "moved the bottleneck from the input to the model" in data.bottleneck_text(_diagnosis(100, 50, 125), fast)
 
 
