@@ -46,7 +46,8 @@ from course_lib.problems.tsp import (  # noqa: F401 (lecture 14's names)
 
 # -- TSP models -----------------------------------------------------------------------------------
 
-CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover", "shared edges": "SharedEdgeCrossover"}
+CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover", "shared edges": "SharedEdgeCrossover",
+              "partition": "PartitionCrossover"}
 MUTATIONS = {"inversion": "InversionMutation", "double bridge": "DoubleBridge"}
 
 
@@ -86,7 +87,8 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     return model
 
 
-def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=None, **local_search) -> evo.Model:
+def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=None, crossover: str = "shared edges",
+                  **local_search) -> evo.Model:
     """The memetic GA of this course: shared-edge crossover (every edge both parents hold, the rest
     joined nearest end to nearest end), a double bridge on every child (a kick that the local search
     does not simply undo: iterated local search inside a GA), then ``memetic_ops`` (options
@@ -96,7 +98,7 @@ def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=No
     different tours to recombine instead of filling with near copies of its best."""
     return tsp_model(coordinates, mode=mode, seed=seed,
                      selection=selection or evo.selection.Clearing(radius=6),
-                     crossover="shared edges", mutation="double bridge", mutation_rate=1.0,
+                     crossover=crossover, mutation="double bridge", mutation_rate=1.0,
                      local_search=memetic_ops(**local_search))
 
 
