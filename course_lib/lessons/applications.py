@@ -60,7 +60,8 @@ def tsp_model(coordinates, *, mode: str = "xla", seed: int = 0, mutation_rate: f
     with ``crossover_probability`` below 1 the others are copies of their parent before mutation.
 
     ``crossover``: "order" (``evo.ops.OrderCrossover``), "subtour" (``evo.ops.SubtourCrossover``,
-    which keeps edges) or "shared edges" (``evo.ops.SharedEdgeCrossover``: every edge both parents hold);
+    which keeps edges), "shared edges" (``evo.ops.SharedEdgeCrossover``: every edge both parents hold) or
+    "partition" (``evo.ops.PartitionCrossover``: the shorter way through each region the parents differ in);
     ``mutation``: "inversion" or "double bridge" (``evo.ops.DoubleBridge``).
     ``local_search``: ops (e.g. ``memetic_ops()``: ``evo.ops.TwoOpt``, ``evo.ops.OrOpt``) that
     improve every child after mutation, inside the same compiled generation: a memetic GA.
@@ -95,7 +96,8 @@ def memetic_model(coordinates, *, mode: str = "xla", seed: int = 0, selection=No
     ``local_search``); by default elitist selection with clearing (``evo.selection.Clearing(radius=6)``):
     a tour that differs from a better one in fewer than 6 edges gives way to the tours that do not, so a
     population of 32, whose children the local search sends to neighbouring local optima, keeps 32
-    different tours to recombine instead of filling with near copies of its best."""
+    different tours to recombine instead of filling with near copies of its best. ``crossover``: as in
+    ``tsp_model``."""
     return tsp_model(coordinates, mode=mode, seed=seed,
                      selection=selection or evo.selection.Clearing(radius=6),
                      crossover=crossover, mutation="double bridge", mutation_rate=1.0,
