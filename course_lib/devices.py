@@ -263,6 +263,12 @@ def shares_buffer(tensor, device: str) -> tuple[str, bool]:
     return short_name(moved.device), on_cpus and _address(moved) == _address(tensor)
 
 
+# how far a copy's time must grow beyond (or fall short of) the bytes' growth to be called faster (or less): a
+# small copy's time moves between runs by more than one run's interval holds (docs/performance.md, "Figures
+# behind the code's choices")
+FAR = 4
+
+
 @dataclass(repr=False)
 class Transfers:
     """How long each way of moving a tensor took at two sizes, and what that says.
@@ -326,9 +332,10 @@ class Transfers:
     def verdicts(self):
         """One sentence per move, read from the timings (Markdown in a notebook). For a copy it gives the rate
         at both sizes and says whether the time grew in proportion to the bytes (within a factor of 2 of their
-        growth), faster (the larger copy moved fewer bytes per second) or slower (a cost per call weighs on the
-        small size), so no rate is carried to a size it was not measured at; where the growth's interval
-        (``growth_interval``) reaches past a factor of 2, it says the run cannot tell."""
+        growth), faster (the larger copy moved fewer bytes per second, by more than a factor of ``FAR``) or
+        slower (a cost per call weighs on the small size), so no rate is carried to a size it was not measured
+        at; where the growth's interval (``growth_interval``) reaches past a factor of 2, or lies between 2 and
+        ``FAR``, it says the run cannot tell or does not call it."""
         from course_lib import bench
 
         out = []
@@ -341,12 +348,17 @@ class Transfers:
                 continue
             rate_small, rate_large = self.rates(r)
             low, high = self.growth_interval(r)
-            if low > 2 * bytes_growth:
+            lo, hi = low / bytes_growth, high / bytes_growth  # the growth against the bytes'
+            if lo > FAR:
                 how = "the time grew faster than the bytes, so a rate read at one size does not hold at another"
-            elif high < bytes_growth / 2:
+            elif hi < 1 / FAR:
                 how = "the time grew less than the bytes: a cost per call weighs on the small copy"
-            elif low >= bytes_growth / 2 and high <= 2 * bytes_growth:
+            elif lo >= 1 / 2 and hi <= 2:
                 how = "the time grew about in proportion to the bytes"
+            elif lo > 2 or hi < 1 / 2:
+                how = (f"the time grew {lo:.2g}-{hi:.2g}x as fast as the bytes (95% interval): "
+                       f"{'more' if lo > 2 else 'less'} than in proportion, but within the factor of {FAR} by "
+                       "which a small copy's time can move between runs, so this run does not call it")
             else:
                 ways = " or ".join(way for way, reached in (("less than", low < bytes_growth / 2),
                                                            ("in proportion to", True),

@@ -108,10 +108,10 @@ def test_the_most_expensive_part_is_named_alone_only_when_it_took_measurably_lon
     close = benchmarks.most_expensive_sentence(breakdown({"BitFlipMutation": 0.61, "UniformCrossover": 0.6,
                                                           "fitness": 0.1}, jitter=0.1))
     assert close.startswith("The most expensive parts measured apart are BitFlipMutation 610,000 µs (30%), "
-                            "UniformCrossover 600,000 µs (30%), which this run cannot order")
+                            "UniformCrossover 600,000 µs (30%), which this run cannot tell apart")
     assert "fitness" not in close
     few = benchmarks.most_expensive_sentence(breakdown({"UniformCrossover": 1.0, "BitFlipMutation": 0.5}, rounds=3))
-    assert "cannot order (3 rounds are too few to judge)" in few
+    assert "cannot tell apart (3 rounds are too few to judge)" in few
 
 
 def test_the_packing_sentence_rules_out_main_memory_only_where_the_unpacked_arrays_fit():

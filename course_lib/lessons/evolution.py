@@ -302,7 +302,7 @@ def most_expensive_sentence(breakdown: dict) -> str:
     if not tied:
         return (f"The most expensive part measured apart is {reading}, measurably more than every other part; "
                 "the parts measured apart include their own random words.")
-    return (f"The most expensive parts measured apart are {reading}, which this run cannot order"
+    return (f"The most expensive parts measured apart are {reading}, which this run cannot tell apart"
             + ("" if judged else f" ({cmp.rounds} rounds are too few to judge)")
             + "; the parts measured apart include their own random words.")
 

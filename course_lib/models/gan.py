@@ -679,8 +679,9 @@ def amdahl_text(share: float, call_range: tuple[float, float], steps: bench.Comp
     measured speedup of ``variant`` over ``over``. One profile has no interval, so the bound is read over
     ``call_range``, the least and largest share of a single profiled step (``PythonProfile.share_range``).
     The prediction is tested only where the run calls the gain: then it held where those bounds meet the
-    gain's interval, and the profile under- or overstated the part where even the nearest lies outside; a
-    gain the run does not call leaves the prediction untested, and the text says so."""
+    gain's interval, and the profile under- or overstated the part where even the nearest lies outside by
+    more than ``PROFILE_MARGIN`` (nearer, the run cannot tell); a gain the run does not call leaves the
+    prediction untested, and the text says so."""
     least, most = call_range
     if not 0 <= share < 1:
         raise ValueError(f"share must be a fraction of the step in [0, 1), got {share!r}")
@@ -704,6 +705,10 @@ def amdahl_text(share: float, call_range: tuple[float, float], steps: bench.Comp
         return text + "This run does not call the gain, so it cannot test the profile's prediction."
     if high >= lo and low <= hi:
         return text + "The single steps' bounds meet the measured interval: the profile's share predicted the gain."
+    if lo <= high * PROFILE_MARGIN and low <= hi * PROFILE_MARGIN:
+        return text + (f"The single steps' bounds miss the measured interval by less than the factor of "
+                       f"{PROFILE_MARGIN} by which one profile's share moves from run to run, so this run cannot "
+                       "tell whether the profile misjudged the reload.")
     return text + (f"Even the {'largest' if high < lo else 'least'} single step's bound lies "
                    f"{'below' if high < lo else 'above'} the measured interval: the profile "
                    f"{'understated' if high < lo else 'overstated'} the reload, which the measured gain puts at "
