@@ -357,8 +357,9 @@ class Transfers:
                 how = "the time grew about in proportion to the bytes"
             elif lo > 2 or hi < 1 / 2:
                 how = (f"the time grew {lo:.2g}-{hi:.2g}x as fast as the bytes (95% interval): "
-                       f"{'more' if lo > 2 else 'less'} than in proportion, but within the factor of {FAR} by "
-                       "which a small copy's time can move between runs, so this run does not call it")
+                       f"{'more' if lo > 2 else 'less'} than in proportion, but within the factor of {FAR} this "
+                       "course asks of a copy's growth, since a small copy's time moves between runs, so this run "
+                       "does not call it")
             else:
                 ways = " or ".join(way for way, reached in (("less than", low < bytes_growth / 2),
                                                            ("in proportion to", True),

@@ -203,9 +203,9 @@ def test_a_copy_whose_time_does_not_follow_the_bytes_says_so_with_both_rates(sec
 
 @pytest.mark.parametrize("large, how", [
     ([3.0e-2, 3.1e-2, 3.2e-2, 3.3e-2, 3.4e-2], "the time grew faster than the bytes"),
-    # 2.8x the bytes' growth, every call: more than in proportion, within the factor a re-run can move it by
+    # 2.8x the bytes' growth, every call: more than in proportion, short of the factor that is called
     ([1.6e-2, 1.7e-2, 1.8e-2, 1.9e-2, 2.0e-2], "as fast as the bytes (95% interval): more than in proportion, but "
-                                               "within the factor of 4"),
+                                               "within the factor of 4 this course asks"),
     ([6.0e-3, 6.2e-3, 6.4e-3, 6.6e-3, 6.8e-3], "the time grew about in proportion to the bytes"),
     # the median 2.1x the bytes' growth, but calls at 1.4x: the interval reaches into proportion
     ([9.0e-3, 1.0e-2, 1.34e-2, 1.4e-2, 1.5e-2], "so this run cannot tell whether it grew in proportion to or faster "

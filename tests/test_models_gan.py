@@ -408,8 +408,8 @@ def _steps(reload_s, in_memory_s):
                              "understated the reload, which the measured gain puts at about 50% of the unprofiled "
                              "step."),
     # the largest single step's bound (1.82x) falls short of the gain by less than a re-run's profile can move
-    (0.4, (0.35, 0.45), 2.0, "by less than the factor of 1.5 by which one profile's share moves from run to run, "
-                             "so this run cannot tell whether the profile misjudged the reload."),
+    (0.4, (0.35, 0.45), 2.0, "by less than a factor of 1.5, and one profile's bound moves between runs by about "
+                             "that much, so this run cannot tell whether the profile misjudged the reload."),
     (0.8, (0.75, 0.85), 2.0, "Even the least single step's bound lies above the measured interval: the profile "
                              "overstated the reload"),
     (0.5, (0.5, 0.5), 1.02, "This run does not call the gain, so it cannot test the profile's prediction."),

@@ -706,9 +706,9 @@ def amdahl_text(share: float, call_range: tuple[float, float], steps: bench.Comp
     if high >= lo and low <= hi:
         return text + "The single steps' bounds meet the measured interval: the profile's share predicted the gain."
     if lo <= high * PROFILE_MARGIN and low <= hi * PROFILE_MARGIN:
-        return text + (f"The single steps' bounds miss the measured interval by less than the factor of "
-                       f"{PROFILE_MARGIN} by which one profile's share moves from run to run, so this run cannot "
-                       "tell whether the profile misjudged the reload.")
+        return text + (f"The single steps' bounds miss the measured interval by less than a factor of "
+                       f"{PROFILE_MARGIN}, and one profile's bound moves between runs by about that much, so this "
+                       "run cannot tell whether the profile misjudged the reload.")
     return text + (f"Even the {'largest' if high < lo else 'least'} single step's bound lies "
                    f"{'below' if high < lo else 'above'} the measured interval: the profile "
                    f"{'understated' if high < lo else 'overstated'} the reload, which the measured gain puts at "
