@@ -361,9 +361,9 @@ class Transfers:
                        "course asks of a copy's growth, since a small copy's time moves between runs, so this run "
                        "does not call it")
             else:
-                ways = " or ".join(way for way, reached in (("less than", low < bytes_growth / 2),
+                ways = " or ".join(way for way, reached in (("less than", lo < 1 / 2),
                                                            ("in proportion to", True),
-                                                           ("faster than", high > 2 * bytes_growth)) if reached)
+                                                           ("faster than", hi > 2)) if reached)
                 how = (f"the time grew {low:.3g}-{high:.3g}x (95% interval), so this run cannot tell whether it grew "
                        f"{ways} the bytes")
             out.append(f"{r['move']}: a copy, {said}: {rate_small:.3g} GB/s at {small:g} MiB, {rate_large:.3g} GB/s "
