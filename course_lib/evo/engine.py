@@ -18,6 +18,7 @@ a way of distributing is a ``sharding.Policy``; a mode is an entry of
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import statistics
 import time
@@ -160,31 +161,37 @@ def decide_packing(model, genes: tf.Tensor) -> bool:
     return binary
 
 
-def seconds_per_call(fn, repeats: int = 3, warmup: int = 1) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` calls after ``warmup`` untimed ones (``fn`` returns
-    only when its work is done, as a program's ``run`` does: it copies the history to NumPy)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def seconds_per_call_in_rounds(fns: dict, rounds: int = 3, warmup: int = 1) -> dict:
+    """Median wall time of each ``fns[name]()`` over ``rounds`` rounds that call every one in turn, after
+    ``warmup`` untimed calls each: a burst of other work lands on all of them, not on whichever was being
+    timed alone (``fn`` returns only when its work is done, as a program's ``run`` does: it copies the
+    history to NumPy)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def choose_mode(model, executor, genes: tf.Tensor, packed: bool, batch, chunk: int, callbacks=()) -> str:
-    """The model's compiled mode; 'auto' times the modes once, on one device's rows as a plain run,
+    """The model's compiled mode; 'auto' times the modes in turn, on one device's rows as a plain run,
     keeps the seconds per generation in ``model.mode_timings`` and tells the callbacks
     (``Callback.on_mode_chosen``)."""
     if model.chosen_mode is None:
         probe = min(AUTO_PROBE_GENERATIONS, chunk)
         rows = genes[:executor.rows(genes.shape[0])]
         target, patience = no_limits(1.0 if model.fitness.maximize else -1.0)
+        runs = {}
         for mode in ("eager", "graph", "xla"):
             prog = OneDevice().program(model, mode, packed, rows.shape[0], batch, capacity(chunk))
-            state = prog.start(rows)
-            model.mode_timings[mode] = seconds_per_call(lambda: prog.run(state, 0, probe, target, patience)) / probe
+            runs[mode] = functools.partial(prog.run, prog.start(rows), 0, probe, target, patience)
+        model.mode_timings.update({mode: seconds / probe
+                                   for mode, seconds in seconds_per_call_in_rounds(runs).items()})
         model.chosen_mode = min(model.mode_timings, key=model.mode_timings.get)
         for c in callbacks:
             c.on_mode_chosen(model.chosen_mode, dict(model.mode_timings))
