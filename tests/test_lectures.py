@@ -296,7 +296,6 @@ def test_explanations_are_read_with_figures_masked_and_verdicts_left_out(tmp_pat
                                                   "largest share: python (#%)"]}
 
 
-
 def test_a_print_split_between_outputs_reads_as_the_line_it_prints(tmp_path):
     """Under load the kernel may flush a print's pieces into two outputs; the reader sees one line."""
     one = _executed(tmp_path / "a.ipynb", [[_stdout("this process sees: ['CPU:0']\n")]])
@@ -304,6 +303,7 @@ def test_a_print_split_between_outputs_reads_as_the_line_it_prints(tmp_path):
     assert lectures.explanations_in(split) == lectures.explanations_in(one) == {0: ["this process sees: ['CPU:#']"]}
     apart = _executed(tmp_path / "c.ipynb", [[_stdout("first line.\n"), _markdown("Between."), _stdout("Last.\n")]])
     assert lectures.explanations_in(apart) == {0: ["first line.", "Between.", "Last."]}
+
 
 def test_cells_that_print_code_are_not_read_as_explanations(tmp_path):
     path = _executed(tmp_path / "a.ipynb", [[_stdout("nonlocal steps, n\n")], [_stdout("It is bound by memory.\n")]])
