@@ -53,16 +53,16 @@ def rendered(cell) -> list[tuple[str, str]]:
     Stdout outputs in a row are one text, as a reader sees them: how a print's pieces were split between
     outputs depends on when the kernel flushed."""
     texts: list[tuple[str, str]] = []
-    previous = None
+    printing = False  # whether the output before was stdout too
     for out in cell.get("outputs", []):
-        if out.get("output_type") == "stream" and out.get("name") == "stdout":
-            if previous is not None and previous.get("output_type") == "stream" and previous.get("name") == "stdout":
-                texts[-1] = ("printed", texts[-1][1] + out.get("text", ""))
-            else:
-                texts.append(("printed", out.get("text", "")))
+        stdout = out.get("output_type") == "stream" and out.get("name") == "stdout"
+        if stdout and printing:
+            texts[-1] = ("printed", texts[-1][1] + out.get("text", ""))
+        elif stdout:
+            texts.append(("printed", out.get("text", "")))
         elif out.get("output_type") in ("display_data", "execute_result") and "text/markdown" in out.get("data", {}):
             texts.append(("markdown", out["data"]["text/markdown"]))
-        previous = out
+        printing = stdout
     return texts
 
 
