@@ -23,10 +23,9 @@ N, L, GENERATIONS = 16, 32, 3
 
 # Loops a GPU-shaped generation keeps besides the generations loop, and why (see docs/engine.md, "Targets"):
 # a local search's rounds (static trip count), Fisher-Yates over every position (static trip count),
-# NSGA-II's fronts (data-dependent, essential, bounded by the pool's size), edge assembly's AB-cycle walk, its
-# two walks along the paths and its joins (data-dependent, essential, bounded by the tour's length).
+# NSGA-II's fronts (data-dependent, essential, bounded by the pool's size).
 # (NSGA-II ranks one objective by two sorts: no loop there.)
-BOUNDED_LOOPS = {"TwoOpt": 1, "OrOpt": 1, "ShuffleMutation": 1, "SharedEdgeCrossover": 1, "EdgeAssemblyCrossover": 4}
+BOUNDED_LOOPS = {"TwoOpt": 1, "OrOpt": 1, "ShuffleMutation": 1, "SharedEdgeCrossover": 1}
 
 HOST_TRANSFER = re.compile(r"\b(send|recv|send-done|recv-done|infeed|outfeed)\(|custom_call_target=\"[^\"]*[Hh]ost")
 

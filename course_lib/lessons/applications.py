@@ -47,7 +47,7 @@ from course_lib.problems.tsp import (  # noqa: F401 (lecture 14's names)
 # -- TSP models -----------------------------------------------------------------------------------
 
 CROSSOVERS = {"order": "OrderCrossover", "subtour": "SubtourCrossover", "shared edges": "SharedEdgeCrossover",
-              "partition": "PartitionCrossover", "edge assembly": "EdgeAssemblyCrossover"}
+              "partition": "PartitionCrossover"}
 MUTATIONS = {"inversion": "InversionMutation", "double bridge": "DoubleBridge"}
 
 

@@ -35,16 +35,12 @@ def shared_edges(tours: tf.Tensor, mates: tf.Tensor) -> tf.Tensor:
 
 
 def fragments(tours: tf.Tensor, mates: tf.Tensor) -> tuple[tf.Tensor, ...]:
-    """The paths the edges shared with the mate cut each tour into (``paths``)."""
-    return paths(tours, ~tf.roll(shared_edges(tours, mates), 1, axis=1))  # the edge into t[i] is not shared
-
-
-def paths(tours: tf.Tensor, head: tf.Tensor) -> tuple[tf.Tensor, ...]:
-    """The paths each tour falls into where it is cut before the positions ``head`` (bool (B, L)), numbered
-    in the tour's order from the first one's head. By city (B, L): its path and its place along it from the
-    head; by path (B, L, past the count unused): head city, tail city, length; and (B,) how many paths. A
-    tour cut nowhere is one path from its first city."""
+    """The paths the edges shared with the mate cut each tour into, numbered in the tour's order from the
+    first one's head. By city (B, L): its fragment and its place along it from the head; by fragment
+    (B, L, past the count unused): head city, tail city, length; and (B,) how many fragments. A tour that
+    shares every edge is one fragment from its first city."""
     b, n = tours.shape
+    head = ~tf.roll(shared_edges(tours, mates), 1, axis=1)  # the edge into t[i] is not shared
     head = head | ((tf.range(n)[None, :] == 0) & ~tf.reduce_any(head, axis=1, keepdims=True))
     from_first = (fastmath.first_index(head, 1)[:, None] + tf.range(n)[None, :]) % n  # positions from the first head
     rotated = tf.gather(tours, from_first, batch_dims=1)
@@ -56,25 +52,6 @@ def paths(tours: tf.Tensor, head: tf.Tensor) -> tuple[tf.Tensor, ...]:
     ends = tf.gather(rotated, tf.minimum(tf.stack([start, start + length - 1], -1), n - 1), batch_dims=1)
     return (place(fragment, rotated), place(along, rotated), ends[..., 0], ends[..., 1], length,
             fragment[:, -1] + 1)
-
-
-def lay_out(order, forward, fragment, along, length, count):
-    """The child tour: fragments in walk ``order`` (B, L; the first ``count`` entries of each row), each
-    from its head where ``forward``, else from its tail."""
-    b, n = order.shape
-    walked = tf.range(n)[None, :] < count[:, None]
-    # by fragment (a slot past the last for the entries no walk made): where it starts, which way
-    slot = tf.reshape(tf.where(walked, order, n) + (n + 1) * tf.range(b)[:, None], (-1,))
-
-    def by_fragment(values):
-        return tf.reshape(tf.math.unsorted_segment_sum(tf.reshape(values, (-1,)), slot, b * (n + 1)), (b, n + 1))
-
-    begins = by_fragment(tf.cumsum(tf.where(walked, tf.gather(length, order, batch_dims=1), 0), axis=1,
-                                   exclusive=True))
-    ahead = by_fragment(tf.cast(forward & walked, tf.int32))
-    begin, ahead = (tf.gather(x, fragment, batch_dims=1) for x in (begins, ahead))
-    position = begin + tf.where(ahead > 0, along, tf.gather(length, fragment, batch_dims=1) - 1 - along)
-    return place(tf.broadcast_to(tf.range(n), (b, n)), position)
 
 
 class SharedEdgeCrossover(Mating, DistanceOp):
@@ -113,8 +90,27 @@ class SharedEdgeCrossover(Mating, DistanceOp):
         start = (tf.constant(0), first, tf.zeros((b, n), tf.bool), tf.zeros((n, b), tf.int32),
                  tf.zeros((n, b), tf.bool))
         _, _, _, order, forward = tf.while_loop(lambda step, *_: step < trips, walk, start)
-        child = lay_out(tf.transpose(order), tf.transpose(forward), fragment, along, length, count)
+        child = self.lay_out(tf.transpose(order), tf.transpose(forward), fragment, along, length, count)
         crossed = self.crossed(key, rows, genome_spec(inputs[0]))
         if crossed is not None:  # the others are copies of their parent
             child = tf.where(crossed[:, None], child, x)
         return tf.cast(child, inputs[0].dtype)
+
+    @staticmethod
+    def lay_out(order, forward, fragment, along, length, count):
+        """The child tour: fragments in walk ``order`` (B, L; the first ``count`` entries of each row), each
+        from its head where ``forward``, else from its tail."""
+        b, n = order.shape
+        walked = tf.range(n)[None, :] < count[:, None]
+        # by fragment (a slot past the last for the entries no walk made): where it starts, which way
+        slot = tf.reshape(tf.where(walked, order, n) + (n + 1) * tf.range(b)[:, None], (-1,))
+
+        def by_fragment(values):
+            return tf.reshape(tf.math.unsorted_segment_sum(tf.reshape(values, (-1,)), slot, b * (n + 1)), (b, n + 1))
+
+        begins = by_fragment(tf.cumsum(tf.where(walked, tf.gather(length, order, batch_dims=1), 0), axis=1,
+                                       exclusive=True))
+        ahead = by_fragment(tf.cast(forward & walked, tf.int32))
+        begin, ahead = (tf.gather(x, fragment, batch_dims=1) for x in (begins, ahead))
+        position = begin + tf.where(ahead > 0, along, tf.gather(length, fragment, batch_dims=1) - 1 - along)
+        return place(tf.broadcast_to(tf.range(n), (b, n)), position)
