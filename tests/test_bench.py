@@ -501,6 +501,23 @@ def test_two_readings_of_one_pair_say_whether_their_intervals_agree():
     assert "overlap" not in bench.two_readings(alone, few, "b", labels=labels)
 
 
+def test_the_largest_gain_is_named_only_where_its_interval_clears_every_other():
+    def reading(slow, fast, spread, seed):
+        return _comparison({"a": _rounds(slow, spread, seed=seed), "b": _rounds(fast, spread, seed=seed + 1)},
+                           twin=_rounds(slow, spread, seed=seed + 2))
+
+    small, large = reading(1.0, 0.5, 0.01, 0), reading(1.0, 0.25, 0.01, 3)  # 2x and 4x, narrow intervals
+    assert bench.largest_gain({"small": small, "large": large}, "b") == "large"
+    assert bench.largest_gain({"small": small, "large": large}, "a", over="b") == "small"
+    # 2x against 2.1x in wide intervals that overlap: a re-run may rank them either way
+    wide = {"small": reading(1.0, 0.5, 0.3, 6), "large": reading(1.0, 0.476, 0.3, 9)}
+    assert max(wide["small"].interval("b")[0], wide["large"].interval("b")[0]) <= \
+        min(wide["small"].interval("b")[1], wide["large"].interval("b")[1])
+    assert bench.largest_gain(wide, "b") is None
+    few = _comparison({"a": _rounds(1.0, 0.01, n=4), "b": _rounds(0.1, 0.01, n=4)}, twin=_rounds(1.0, 0.01, n=4))
+    assert bench.largest_gain({"small": small, "few": few}, "b") is None
+
+
 def test_an_interval_bound_off_1_is_never_written_as_1():
     # a verdict reads the interval's side of 1: its text must not put a bound on 1 that is not
     assert bench.interval_bounds(1.0004, 1.3612) == "1.0004–1.36"

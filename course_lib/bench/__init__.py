@@ -24,11 +24,11 @@ Every table and sentence writes a ratio and its interval one way: "1.17x slower 
 
 One module a concern, every public name gathered here (``bench.compare``, ``bench.TOO_CLOSE``): ``timing``
 (one variant's calls, forced and timed), ``rule`` (the constants, intervals, floors and the verdict),
-``text`` (the notation), ``comparison`` (``Comparison``, ``two_readings``) and ``rounds`` (the interleaved
-rounds: ``compare``, ``compare_timers``).
+``text`` (the notation), ``comparison`` (``Comparison``, ``two_readings``, ``largest_gain``) and ``rounds``
+(the interleaved rounds: ``compare``, ``compare_timers``).
 """
 
-from course_lib.bench.comparison import Comparison, call_words, two_readings
+from course_lib.bench.comparison import Comparison, call_words, largest_gain, two_readings
 from course_lib.bench.rounds import (
     MORE_ROUNDS,
     MOST_ROUNDS,
@@ -62,6 +62,6 @@ __all__ = [
     "BOOTSTRAP_SAMPLES", "BOOTSTRAP_SEED", "CALL_WORDS", "CONFIDENCE", "LOOK_BLOCKS", "MIN_FLOOR", "MIN_ROUNDS",
     "MORE_ROUNDS", "MOST_ROUNDS", "NEGLIGIBLE", "ROUND_SEED", "SETTLE_S", "TOO_CLOSE", "TOO_FEW", "TOO_SMALL", "TWIN",
     "BenchError", "Comparison", "Timing", "Verdicts", "call_words", "compare", "compare_timers", "force",
-    "interval_bounds", "interval_text", "judge", "looks", "measure", "ratio_interval", "ratio_text", "round_order",
-    "speedup_text", "two_readings",
+    "interval_bounds", "interval_text", "judge", "largest_gain", "looks", "measure", "ratio_interval", "ratio_text",
+    "round_order", "speedup_text", "two_readings",
 ]

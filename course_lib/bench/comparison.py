@@ -1,5 +1,6 @@
 """A run's measurements with the rule applied: ``Comparison`` answers what a lecture asks of one (speedups,
-intervals, noise floors, verdicts, the table, JSON), and ``two_readings`` reads one pair from two comparisons.
+intervals, noise floors, verdicts, the table, JSON); ``two_readings`` reads one pair from two comparisons, and
+``largest_gain`` says in which of several a pair's ratio is largest, where the noise lets it.
 Apart from the rounds that fill it (``rounds``), so timings put together by hand are judged the same way."""
 
 from __future__ import annotations
@@ -298,3 +299,17 @@ def two_readings(first: Comparison, second: Comparison, name: str, over: str | N
             "Each call starts from the state the one before it left (the data in the caches, threads still "
             "awake, the cores' clock), and the other variants in the rounds are part of that state: a ratio "
             "holds for the rounds it was measured in.")
+
+
+def largest_gain(readings: dict[str, Comparison], name: str, over: str | None = None) -> str | None:
+    """Of one pair read in several comparisons (by label), the label whose ratio of ``name`` over ``over`` is
+    largest by more than the noise: its interval lies wholly above every other reading's, as two readings whose
+    intervals do not overlap differ (``two_readings``). None where the intervals overlap, or a reading has too
+    few rounds for an interval: then a re-run may rank them either way."""
+    if not all(c.enough_rounds(name, over) for c in readings.values()):
+        return None
+    intervals = {label: c.interval(name, over) for label, c in readings.items()}
+    top = max(readings, key=lambda label: readings[label].speedup(name, over))
+    if all(intervals[top][0] > hi for label, (_, hi) in intervals.items() if label != top):
+        return top
+    return None
