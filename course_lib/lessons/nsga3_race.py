@@ -201,5 +201,5 @@ def selection_speed(pools, repeats: int = 3, objectives: int = 5) -> list[dict]:
             repeats=repeats, warmup=1, number=1, title=f"NSGA-III selection, pool {p:,}")
         rows.append({"pool": p, "directions": len(directions), "NumPy ms": result["NumPy"].median_s * 1e3,
                      "XLA ms": result["XLA"].median_s * 1e3,
-                     "ratio": result["NumPy"].median_s / result["XLA"].median_s})
+                     "ratio": result.speedup("XLA", over="NumPy")})
     return rows

@@ -229,7 +229,7 @@ def overhead_reading(result, counts: dict, share: dict, ops: dict, depth: int,
     lines.append(f"Generated ops: {gen['Python function calls'] / min(py_calls):.0%} of the Python calls of the "
                  f"leanest Keras model, for the same {gen['runtime entries'] / depth:.0f} runtime entries per layer.")
     lines += [f"Keras' share of an eager layer call in the {name.split(',')[0]} model: "
-              f"{1 - result[GENERATED].median_s / result[name].median_s:.0%}" for name in keras_models]
+              f"{1 - 1 / result.speedup(GENERATED, over=name):.0%}" for name in keras_models]
     return lines
 
 
