@@ -26,7 +26,7 @@ def speedup_bars(comparison, ax=None):
     names, values, lower, upper = [], [], [], []
     for t in comparison.timings:
         lo, hi = t.spread_s
-        speed = comparison.speedup(t.name)
+        speed = base / t.median_s
         names.append(t.name)
         values.append(speed)
         lower.append(max(speed - base / hi, 0.0))

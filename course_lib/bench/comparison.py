@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import statistics
 from dataclasses import dataclass, field
 
 from course_lib.bench.rule import (
@@ -65,9 +64,9 @@ class Comparison:
 
     @property
     def rounds(self) -> int:
-        """How many interleaved rounds the baseline was timed in: ``repeats``, or a multiple of it where a ratio
-        was not settled after them (``compare_timers``); a variant settled earlier has fewer (``shared_rounds``)."""
-        return len(self[self.baseline].times_s)
+        """How many interleaved rounds were timed: ``repeats``, or a multiple of it where a ratio was not
+        settled after them (``compare_timers``)."""
+        return len(self.timings[0].times_s)
 
     @property
     def confidence(self) -> float:
@@ -75,25 +74,14 @@ class Comparison:
         rounds stopped at covers the true ratio with at least 95% whichever look it was."""
         return 1 - (1 - CONFIDENCE) / self.looks
 
-    def shared_rounds(self, name: str, over: str | None = None) -> int:
-        """How many rounds both of a pair were timed in. A variant settled at a look is timed no more
-        (``compare_timers``), so its pairs are read over the first rounds, those both sides ran in: the
-        verdict it settled on is the one it keeps."""
-        return min(len(self[name].times_s), len(self[over or self.baseline].times_s))
-
     def speedup(self, name: str, over: str | None = None) -> float:
-        """How many times faster ``name`` ran than ``over`` (the baseline by default), over the rounds
-        both ran in (``shared_rounds``)."""
-        over = over or self.baseline
-        k = self.shared_rounds(name, over)
-        return statistics.median(self[over].times_s[:k]) / statistics.median(self[name].times_s[:k])
+        """How many times faster ``name`` ran than ``over`` (the baseline by default)."""
+        return self[over or self.baseline].median_s / self[name].median_s
 
     def interval(self, name: str, over: str | None = None) -> tuple[float, float]:
-        """The bootstrap interval of ``speedup(name, over)`` over the rounds both ran in, at ``confidence``.
+        """The bootstrap interval of ``speedup(name, over)`` over the measured rounds, at ``confidence``.
         Computed whatever the rounds; with fewer than ``MIN_ROUNDS`` nothing renders it (``enough_rounds``)."""
-        over = over or self.baseline
-        k = self.shared_rounds(name, over)
-        return ratio_interval(self[over].times_s[:k], self[name].times_s[:k], self.confidence)
+        return ratio_interval(self[over or self.baseline].times_s, self[name].times_s, self.confidence)
 
     def enough_rounds(self, name: str, over: str | None = None) -> bool:
         """Whether both sides have at least ``MIN_ROUNDS`` rounds: with fewer, no interval and no verdict."""
@@ -104,38 +92,31 @@ class Comparison:
         """The baseline's floor: the farther end of the A/A pair's 95% interval (the baseline against itself,
         in the same rounds), and never less than ``MIN_FLOOR``. Without a twin (timings put together by hand,
         from separate runs) it is ``MIN_FLOOR``."""
-        return self._twin_floor(None)
-
-    def _twin_floor(self, rounds: int | None) -> float:
-        """The A/A floor over the first ``rounds`` rounds (all of them: None)."""
         if self.twin is None:
             return MIN_FLOOR
-        return floor_of(*ratio_interval(self[self.baseline].times_s[:rounds], self.twin.times_s[:rounds]))
+        return floor_of(*ratio_interval(self[self.baseline].times_s, self.twin.times_s))
 
-    def own_floor(self, name: str, rounds: int | None = None) -> float:
+    def own_floor(self, name: str) -> float:
         """A variant's own noise floor. The baseline's is ``noise_floor``. Any other variant is set against
         itself in adjacent rounds (rounds 1 and 2, 3 and 4, ...): the farther end of that pair's 95% interval,
         never less than ``MIN_FLOOR``. It costs no extra timing, and it holds the variant's own jitter and
-        what a neighbour left behind for it (each round runs the variants in another order), not the baseline's.
-        Over the first ``rounds`` rounds (all of them: None)."""
+        what a neighbour left behind for it (each round runs the variants in another order), not the baseline's."""
         if name == self.baseline:
-            return self._twin_floor(rounds)
-        times = self[name].times_s[:rounds]
+            return self.noise_floor
+        times = self[name].times_s
         pairs = len(times) // 2
         if pairs == 0:
             return MIN_FLOOR
         return floor_of(*ratio_interval(times[0:2 * pairs:2], times[1:2 * pairs:2]))
 
     def floor(self, name: str, over: str | None = None) -> float:
-        """The noise floor a pair is judged on, over the rounds both ran in: with the baseline in it, the
-        baseline's A/A floor; otherwise the larger of the two variants' own floors (``own_floor``), so that each
-        pair is judged against its own noise, and a quiet pair beside a noisy baseline is not hidden by the
-        baseline's jitter."""
+        """The noise floor a pair is judged on: with the baseline in it, the baseline's A/A floor; otherwise
+        the larger of the two variants' own floors (``own_floor``), so that each pair is judged against its
+        own noise, and a quiet pair beside a noisy baseline is not hidden by the baseline's jitter."""
         over = over or self.baseline
-        k = self.shared_rounds(name, over)
         if self.baseline in (name, over):
-            return self._twin_floor(k)
-        return max(self.own_floor(name, k), self.own_floor(over, k))
+            return self.noise_floor
+        return max(self.own_floor(name), self.own_floor(over))
 
     def settled(self, name: str, over: str | None = None) -> bool:
         """Whether more rounds would not change the verdict but for an unlucky run: the difference is
@@ -236,14 +217,11 @@ class Comparison:
         return out
 
     def floor_text(self) -> str:
-        """The measured noise floor, for a caption: "noise floor 1.17x, A/A in the same 10 rounds", and the
-        variants settled before the last rounds ("settled, so timed no more: reload after 5"). What a floor is
-        and how the intervals are taken, lecture 00 says once."""
+        """The measured noise floor, for a caption: "noise floor 1.17x, A/A in the same 10 rounds". What a floor
+        is and how the intervals are taken, lecture 00 says once."""
         how = (f"A/A in the same {len(self.twin.times_s)} rounds" if self.twin is not None
                else "the least: no A/A pair timed")
-        settled = [f"{t.name} after {len(t.times_s)}" for t in self.timings if len(t.times_s) < self.rounds]
-        return f"noise floor {factor_text(self.noise_floor)}x, {how}" + (
-            f"; settled, so timed no more: {', '.join(settled)}" if settled else "")
+        return f"noise floor {factor_text(self.noise_floor)}x, {how}"
 
     def to_dict(self) -> dict:
         def variant(t: Timing) -> dict:

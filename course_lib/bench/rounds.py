@@ -92,9 +92,7 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
     A verdict flips between two runs when a ratio's interval straddles an edge of the noise floor: the
     rounds could not tell. So the rounds are judged after each of ``LOOK_BLOCKS`` blocks of ``repeats`` rounds,
     and while a variant is not ``settled`` against the baseline (fewer than ``MIN_ROUNDS`` rounds are never
-    settled), the blocks go on to the next look, timing only the baseline, its twin and the variants still
-    unsettled: a settled variant keeps the verdict it settled on (``Comparison.shared_rounds``), and timing it
-    again would only cost time: always up to ``MORE_ROUNDS`` blocks, beyond that while the
+    settled), the blocks go on to the next look: always up to ``MORE_ROUNDS`` blocks, beyond that while the
     rounds so far took under ``SETTLE_S`` seconds, up to ``MOST_ROUNDS`` blocks; a ratio that sits on the floor's
     edge stays unsettled, and its verdict is "too close to call". Deciding whether to go on from what the rounds
     show is repeated looking, which would let more than 5% of the intervals miss; the comparison's ``looks``
@@ -117,15 +115,13 @@ def compare_timers(timers: Mapping[str, Callable[[], float]], first_call_s: Mapp
                           twin=twin_timing, repeats=repeats, looks=looks(repeats))
 
     r, started = 0, time.perf_counter()
-    timing = list(order)  # who the next rounds time: a variant settled at a look is timed no more
     for blocks in LOOK_BLOCKS:
         while r < blocks * repeats:
-            for name in round_order(timing, r):
+            for name in round_order(order, r):
                 times[name].append(run[name]())
             r += 1
         comparison = measured()
-        timing = [n for n in timing if n in (baseline, TWIN) or not comparison.settled(n)]
-        if len(timing) == 2:
+        if all(comparison.settled(n) for n in timers if n != baseline):
             break
         if blocks >= MORE_ROUNDS and time.perf_counter() - started >= SETTLE_S:
             break
