@@ -496,13 +496,30 @@ class ExplanationChange:
 REPLACEMENT_SIMILARITY = 0.35
 
 
+# a sentence led by a short label and a colon ("tensor -> NumPy (.numpy()): a copy, ...") is about that label
+SUBJECT_WORDS = 8
+
+
+def subject(sentence: str) -> str | None:
+    """The label a sentence opens with, before its first colon, where it has at most ``SUBJECT_WORDS`` words;
+    None for a sentence that opens otherwise."""
+    label, colon, _ = sentence.partition(": ")
+    return label if colon and len(label.split()) <= SUBJECT_WORDS else None
+
+
 def replacements(first: list[str], second: list[str]) -> list[tuple[int, int]]:
     """Which sentence of ``second`` replaced which of ``first``, as index pairs: the most alike pairs first
-    (by their words), each sentence in one pair at most, none below ``REPLACEMENT_SIMILARITY``."""
+    (by their words), each sentence in one pair at most, none below ``REPLACEMENT_SIMILARITY``, and never two
+    that open with different labels (``subject``): a hedge they share can make two sentences about two copies
+    more alike than each is to its own re-run."""
     from difflib import SequenceMatcher
 
+    def about_the_same(a: str, b: str) -> bool:
+        return None in (subject(a), subject(b)) or subject(a) == subject(b)
+
     scored = sorted(((SequenceMatcher(None, a.split(), b.split()).ratio(), i, j)
-                     for i, a in enumerate(first) for j, b in enumerate(second)), reverse=True)
+                     for i, a in enumerate(first) for j, b in enumerate(second) if about_the_same(a, b)),
+                    reverse=True)
     pairs: list[tuple[int, int]] = []
     for ratio, i, j in scored:
         if ratio >= REPLACEMENT_SIMILARITY and all(i != a and j != b for a, b in pairs):

@@ -425,3 +425,19 @@ def test_a_sentence_is_judged_against_the_one_that_replaced_it():
                                                                  second[1]])
     assert grew.contradicted == 1
     assert lectures.replacements(["The loop is bound by memory."], ["Compiling took most of the run."]) == []
+
+
+def test_sentences_that_open_with_different_labels_never_replace_each_other():
+    """Lecture 03's cell 28 in two runs: each copy's sentence went from a claim to a hedge or back, which
+    contradicts nothing; the hedge both share made each more alike to the other copy's sentence."""
+    hedge = ("a copy, #x the time for #x the bytes: # GB/s at # MiB; the time grew ##x as fast as the bytes (#% "
+             "interval): more than in proportion, but within the factor this course asks, so this run does not call it")
+    first = [f"tensor -> NumPy (.numpy()): {hedge}",
+             "NumPy -> tensor (tf.constant): a copy, #x the time for #x the bytes: # GB/s at # MiB; the time grew "
+             "about in proportion to the bytes"]
+    second = ["tensor -> NumPy (.numpy()): a copy, #x the time for #x the bytes: # GB/s at # MiB; the time grew "
+              "faster than the bytes, so a rate read at one size does not hold at another",
+              f"NumPy -> tensor (tf.constant): {hedge}"]
+    assert lectures.subject(first[0]) == "tensor -> NumPy (.numpy())" and lectures.subject(hedge) is None
+    assert lectures.replacements(first, second) == [(0, 0), (1, 1)]
+    assert lectures.ExplanationChange("03.ipynb", 28, first, second).contradicted == 0
